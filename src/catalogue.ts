@@ -1,0 +1,443 @@
+/**
+ * The point catalogue: every read point (spec 2.1) and write point (spec 2.2) with its address, stable name,
+ * label, category, type, unit, enum labels and write bounds, plus the read/write pairs of the field notes.
+ * Runtime validation, the editor pickers, the simulator and the README point table all derive from this file.
+ */
+import { ValidationError } from './errors';
+
+export type ReadType = 'string' | 'num' | 'float' | 'enum';
+export type WriteType = 'enum' | 'uint' | 'int';
+
+export interface EnumOption {
+  value: number;
+  label: string;
+}
+
+export interface ReadPoint {
+  direction: 'read';
+  address: number;
+  name: string;
+  label: string;
+  category: string;
+  type: ReadType;
+  unit?: string;
+  /** Labels of enumerated values (also for Num points whose values the spec enumerates). */
+  enum?: EnumOption[];
+  /** Value encoding that needs more than a number, e.g. hour and minute packed into one number. */
+  format?: 'hourMinute';
+  note?: string;
+  /** Name of the write point that changes this setting. */
+  writtenBy?: string;
+}
+
+export interface WritePoint {
+  direction: 'write';
+  address: number;
+  name: string;
+  label: string;
+  category: string;
+  type: WriteType;
+  unit?: string;
+  enum?: EnumOption[];
+  min?: number;
+  max?: number;
+  note?: string;
+  /** True where the device accepts the write only in real-time control mode (spec 4, rule 3). */
+  realTimeOnly?: boolean;
+  /** Name of the read point that reports this setting. */
+  readAs?: string;
+  /** Added to a written value to give what the paired read point reports, where the two differ (grid charging). */
+  readValueOffset?: number;
+}
+
+export type Point = ReadPoint | WritePoint;
+
+const DISABLE_ENABLE: EnumOption[] = [
+  { value: 0, label: 'Disable' },
+  { value: 1, label: 'Enable' },
+];
+export const WORKING_MODES: EnumOption[] = [
+  { value: 1, label: 'Self-consumed Prioritized' },
+  { value: 4, label: 'Real-time Control' },
+  { value: 5, label: 'Charge/Discharge Schedule' },
+];
+export const CONTROL_STATES: EnumOption[] = [
+  { value: 0, label: 'Standby' },
+  { value: 1, label: 'Charging' },
+  { value: 2, label: 'Discharging' },
+];
+
+/** Addresses and value ranges of the real-time control write (spec 2.2 and section 4, rule 2). */
+export const REAL_TIME = {
+  mode: 4,
+  modeAddress: 47005,
+  stateAddress: 47015,
+  powerAddress: 47016,
+  socAddress: 47017,
+} as const;
+
+export const MAX_ADDRESSES_PER_READ = 50;
+
+type ReadSpec = Omit<ReadPoint, 'direction' | 'category' | 'type'> & { type?: ReadType };
+
+function group(category: string, type: ReadType, specs: ReadSpec[]): ReadPoint[] {
+  return specs.map((spec) => ({ direction: 'read', category, ...spec, type: spec.type ?? type }));
+}
+
+const FIRMWARE_CATEGORY = 'Serial number and firmware';
+
+function modularFirmware(): ReadSpec[] {
+  const dcdc = [1136, 1138, 1140, 1142, 1098];
+  const bms = [1137, 1139, 1141, 1143, 1099];
+  const specs: ReadSpec[] = [];
+  for (let unit = 1; unit <= 5; unit++) {
+    specs.push({ address: dcdc[unit - 1], name: `dcdc${unit}Firmware`, label: `DCDC${unit} firmware version (modular models)` });
+    specs.push({ address: bms[unit - 1], name: `bms${unit}Firmware`, label: `BMS${unit} firmware version (modular models)` });
+  }
+  return specs;
+}
+
+/** Per-unit battery addresses: SN, SOC, voltage, current, temperature, cell 1 and cell 2 voltage. */
+const BATTERY_UNITS: { key: string; label: string; sn: number; snType: ReadType; addresses: number[] }[] = [
+  { key: 'mb', label: 'MB', sn: 9008, snType: 'string', addresses: [9000, 9004, 9013, 9012, 9009, 9011] },
+  { key: 'pack1', label: 'Pack1', sn: 9032, snType: 'string', addresses: [9016, 9020, 19173, 9030, 9021, 9023] },
+  { key: 'pack2', label: 'Pack2', sn: 9051, snType: 'string', addresses: [9035, 9039, 19174, 9049, 9040, 9042] },
+  { key: 'pack3', label: 'Pack3', sn: 9070, snType: 'string', addresses: [9054, 9058, 19175, 9068, 9059, 9061] },
+  // The specification lists the Pack4 serial number as Num.
+  { key: 'pack4', label: 'Pack4', sn: 9165, snType: 'num', addresses: [9149, 9153, 19176, 9163, 9154, 9156] },
+  { key: 'pack5', label: 'Pack5', sn: 9218, snType: 'string', addresses: [9202, 9206, 19177, 9216, 9219, 9222] },
+];
+
+function batteryUnits(): ReadPoint[] {
+  const fields: { suffix: string; label: string; unit?: string }[] = [
+    { suffix: 'Soc', label: 'SOC', unit: '%' },
+    { suffix: 'Voltage', label: 'voltage', unit: 'V' },
+    { suffix: 'Current', label: 'current', unit: 'A' },
+    { suffix: 'Temperature', label: 'temperature' },
+    { suffix: 'Cell1Voltage', label: 'cell 1 voltage', unit: 'V' },
+    { suffix: 'Cell2Voltage', label: 'cell 2 voltage', unit: 'V' },
+  ];
+  return BATTERY_UNITS.flatMap((unit) => {
+    const category = `Battery unit ${unit.label}`;
+    const sn: ReadPoint = {
+      direction: 'read', category, type: unit.snType,
+      address: unit.sn, name: `${unit.key}SerialNumber`, label: `${unit.label} serial number`,
+    };
+    const values = fields.map((field, i): ReadPoint => ({
+      direction: 'read', category, type: 'num', unit: field.unit,
+      address: unit.addresses[i], name: `${unit.key}${field.suffix}`, label: `${unit.label} ${field.label}`,
+      ...(field.suffix === 'Temperature' ? { note: 'No unit given by the specification.' } : {}),
+    }));
+    return [sn, ...values];
+  });
+}
+
+function pvInputs(): ReadSpec[] {
+  const specs: ReadSpec[] = [{ address: 1501, name: 'pvPower', label: 'Total DC output power', unit: 'W' }];
+  for (let input = 1; input <= 4; input++) {
+    specs.push({ address: 1631 + input, name: `pv${input}Current`, label: `DC input ${input} current`, unit: 'A' });
+    specs.push({ address: 1599 + input, name: `pv${input}Voltage`, label: `DC input ${input} voltage`, unit: 'V' });
+    specs.push({ address: 1663 + input, name: `pv${input}Power`, label: `DC input ${input} power`, unit: 'W' });
+  }
+  return specs;
+}
+
+export const READ_POINTS: readonly ReadPoint[] = [
+  ...group(FIRMWARE_CATEGORY, 'string', [
+    { address: 0, name: 'serialNumber', label: 'Device serial number' },
+    { address: 1118, name: 'emsFirmware', label: 'EMS firmware version (2000 series)' },
+    { address: 1109, name: 'bmsMbFirmware', label: 'BMS-MB firmware version (2000 series)' },
+    { address: 1119, name: 'pcsFirmware', label: 'PCS firmware version (2000 series)' },
+    { address: 1120, name: 'dcdcFirmware', label: 'DCDC firmware version (2000 series)' },
+    ...modularFirmware(),
+  ]),
+  ...group('System', 'num', [
+    { address: 7101, name: 'workingMode', label: 'Working mode', type: 'enum', enum: WORKING_MODES, writtenBy: 'workingModeSetting' },
+    { address: 142, name: 'ratedCapacity', label: 'Rated capacity', unit: 'kWh' },
+    {
+      address: 2618, name: 'gridCharging', label: 'Grid charging', writtenBy: 'gridChargingSetting',
+      enum: [{ value: 1000, label: 'Disable' }, { value: 1001, label: 'Enable' }],
+    },
+    { address: 11009, name: 'inverterInputLimit', label: 'Inverter input limit', unit: 'W', writtenBy: 'inverterInputLimitSetting' },
+    { address: 2101, name: 'acInputPower', label: 'Total AC input power', unit: 'W' },
+    { address: 2108, name: 'acOutputPower', label: 'Total AC output power', unit: 'W' },
+    { address: 11010, name: 'feedInPowerLimit', label: 'Feed-in power limit', unit: 'W', writtenBy: 'feedInPowerLimitSetting' },
+    { address: 11011, name: 'maxAcOutputPower', label: 'Max AC output power', unit: 'W', writtenBy: 'maxAcOutputPowerSetting' },
+    { address: 680, name: 'bypass', label: 'Bypass', enum: DISABLE_ENABLE, writtenBy: 'bypassSetting' },
+    {
+      address: 11039, name: 'bypassMode', label: 'Bypass mode',
+      enum: [{ value: 0, label: 'Eps' }, { value: 1, label: 'M-Inv' }],
+      note: 'Switches automatically according to forward and reverse current.',
+    },
+    { address: 6105, name: 'backupSoc', label: 'Backup SOC', unit: '%', writtenBy: 'backupSocSetting' },
+    { address: 7171, name: 'light', label: 'Light', enum: DISABLE_ENABLE, writtenBy: 'lightSetting' },
+    {
+      address: 8646, name: 'calibrationCycle', label: 'Battery calibration cycle', unit: 'day',
+      note: '0 to 60; 0 means off. Operating time without a full charge.',
+    },
+    {
+      address: 8647, name: 'calibrationStartTime', label: 'Battery calibration start time', format: 'hourMinute',
+      note: 'High byte is the hour, low byte the minute.',
+    },
+    { address: 2802, name: 'calibrationChargePower', label: 'Battery calibration charging power (AC)', unit: 'W' },
+  ]),
+  ...group('Cluster', 'enum', [
+    {
+      address: 606, name: 'masterSlave', label: 'Master-slave identification',
+      enum: [{ value: 1000, label: 'Master' }, { value: 1001, label: 'Slave' }, { value: 1002, label: 'None' }],
+    },
+  ]),
+  ...group('Bypass', 'float', [
+    { address: 667, name: 'bypassPower', label: 'Bypass power', unit: 'W', note: 'Real-time power through the bypass path.' },
+  ]),
+  ...group('Energy', 'num', [
+    { address: 2107, name: 'acInputEnergyTotal', label: 'Total AC input energy', unit: 'kWh' },
+    { address: 2104, name: 'acOutputEnergyTotal', label: 'Total AC output energy', unit: 'kWh' },
+    { address: 11035, name: 'bypassMinvInputEnergyDaily', label: 'Daily bypass M-inv input energy', unit: 'Wh' },
+    { address: 11034, name: 'bypassMinvInputEnergyTotal', label: 'Total bypass M-inv input energy', unit: 'Wh' },
+    { address: 11037, name: 'offGridBypassOutputEnergyDaily', label: 'Daily off-grid bypass output energy', unit: 'kWh' },
+    { address: 2105, name: 'offGridBypassOutputEnergyTotal', label: 'Total off-grid bypass output energy', unit: 'kWh' },
+    { address: 9285, name: 'bypassOutputEnergyDaily', label: 'Daily bypass output energy', unit: 'Wh' },
+    { address: 9284, name: 'bypassOutputEnergyTotal', label: 'Total bypass output energy', unit: 'Wh' },
+    { address: 1502, name: 'pvEnergyDaily', label: 'Daily PV generation', unit: 'kWh' },
+    { address: 1505, name: 'pvEnergyTotal', label: 'Cumulative production', unit: 'Wh' },
+    { address: 6004, name: 'batteryChargeEnergyDaily', label: 'Battery daily charging energy', unit: 'kWh' },
+    { address: 6005, name: 'batteryDischargeEnergyDaily', label: 'Battery daily discharging energy', unit: 'kWh' },
+    { address: 6006, name: 'batteryChargeEnergyTotal', label: 'Battery total charging energy', unit: 'kWh' },
+    { address: 6007, name: 'batteryDischargeEnergyTotal', label: 'Battery total discharging energy', unit: 'kWh' },
+  ]),
+  ...group('Meter and grid', 'num', [
+    {
+      address: 7120, name: 'meterStatus', label: 'Meter connection status', type: 'enum',
+      enum: [{ value: 1000, label: 'Enable' }, { value: 1001, label: 'Disable' }],
+    },
+    { address: 11016, name: 'meterPower', label: 'Meter power', type: 'float', unit: 'W', note: 'Positive: import from the grid.' },
+    { address: 2600, name: 'gridVoltage', label: 'Grid voltage', unit: 'V' },
+    { address: 2612, name: 'gridFrequency', label: 'Grid frequency', unit: 'Hz' },
+  ]),
+  ...group('Battery', 'num', [
+    {
+      address: 6001, name: 'batteryState', label: 'Battery charge/discharge state', type: 'enum',
+      enum: [{ value: 1000, label: 'Static' }, { value: 1001, label: 'Charging' }, { value: 1002, label: 'Discharging' }],
+    },
+    { address: 6000, name: 'batteryPower', label: 'Battery power', unit: 'W', note: 'Positive: discharging; negative: charging.' },
+    { address: 6002, name: 'batterySoc', label: 'Battery SOC total', unit: '%' },
+  ]),
+  ...batteryUnits(),
+  ...group('PV', 'num', pvInputs()),
+];
+
+type WriteSpec = Omit<WritePoint, 'direction' | 'category'>;
+
+function writeGroup(category: string, specs: WriteSpec[]): WritePoint[] {
+  return specs.map((spec) => ({ direction: 'write', category, ...spec }));
+}
+
+export const WRITE_POINTS: readonly WritePoint[] = [
+  ...writeGroup('Working mode', [
+    { address: 47005, name: 'workingModeSetting', label: 'Mode setting', type: 'enum', enum: WORKING_MODES, readAs: 'workingMode' },
+  ]),
+  ...writeGroup('Real-time control', [
+    {
+      address: 47015, name: 'controlState', label: 'State setting', type: 'uint', enum: CONTROL_STATES, realTimeOnly: true,
+      note: 'Only in real-time control. Accepts [state, power, SOC] in one write.',
+    },
+    { address: 47016, name: 'controlPower', label: 'Power setting', type: 'int', unit: 'W', min: 50, max: 2400, realTimeOnly: true },
+    { address: 47017, name: 'controlSoc', label: 'SOC setting', type: 'uint', unit: '%', min: 5, max: 100, realTimeOnly: true },
+  ]),
+  ...writeGroup('Settings', [
+    { address: 1147, name: 'maxAcOutputPowerSetting', label: 'Max AC output power setting', type: 'int', unit: 'W', min: 50, max: 2400, readAs: 'maxAcOutputPower' },
+    { address: 1146, name: 'feedInPowerLimitSetting', label: 'Feed-in power limit setting', type: 'int', unit: 'W', min: 50, max: 2400, readAs: 'feedInPowerLimit' },
+    {
+      address: 1143, name: 'gridChargingSetting', label: 'Grid charging setting', type: 'uint', enum: DISABLE_ENABLE,
+      readAs: 'gridCharging', readValueOffset: 1000,
+    },
+    { address: 1138, name: 'inverterInputLimitSetting', label: 'Inverter input limit setting', type: 'int', unit: 'W', min: 100, max: 2400, readAs: 'inverterInputLimit' },
+    {
+      address: 1, name: 'loadSetting', label: 'Load setting', type: 'enum',
+      enum: [{ value: 1, label: 'Smart Plug' }, { value: 2, label: 'Meter' }, { value: 3, label: 'Key Load' }, { value: 4, label: 'Custom' }],
+    },
+    { address: 7266, name: 'bypassSetting', label: 'Bypass setting', type: 'enum', enum: DISABLE_ENABLE, readAs: 'bypass' },
+    {
+      address: 1142, name: 'backupSocSetting', label: 'Backup SOC setting', type: 'int', unit: '%', min: 0, max: 100, readAs: 'backupSoc',
+      note: 'The specification gives no range; limited to a percentage.',
+    },
+    { address: 7265, name: 'lightSetting', label: 'Light setting', type: 'enum', enum: DISABLE_ENABLE, readAs: 'light' },
+  ]),
+];
+
+const readByAddress = new Map(READ_POINTS.map((p) => [p.address, p]));
+const writeByAddress = new Map(WRITE_POINTS.map((p) => [p.address, p]));
+const byName = new Map<string, Point>([...READ_POINTS, ...WRITE_POINTS].map((p) => [p.name, p]));
+
+export function readPointByAddress(address: number): ReadPoint | undefined {
+  return readByAddress.get(address);
+}
+
+export function writePointByAddress(address: number): WritePoint | undefined {
+  return writeByAddress.get(address);
+}
+
+export function pointByName(name: string): Point | undefined {
+  return byName.get(name);
+}
+
+/** Read points in catalogue order, grouped by category. */
+export function readCategories(): { category: string; points: ReadPoint[] }[] {
+  const groups = new Map<string, ReadPoint[]>();
+  for (const point of READ_POINTS) {
+    if (!groups.has(point.category)) groups.set(point.category, []);
+    groups.get(point.category)!.push(point);
+  }
+  return [...groups].map(([category, points]) => ({ category, points }));
+}
+
+/** A read address the catalogue may not know: the device may support more than the specification lists. */
+export function isValidAddress(address: unknown): address is number {
+  return typeof address === 'number' && Number.isInteger(address) && address >= 0 && address <= 65535;
+}
+
+/**
+ * Resolves point references (catalogue names, addresses as numbers or decimal strings) to read addresses.
+ * Throws a ValidationError naming the first reference that is neither.
+ */
+export function resolveReadAddresses(references: readonly (string | number)[], field = 'points'): number[] {
+  if (!Array.isArray(references) || references.length === 0) {
+    throw new ValidationError(field, references, 'a non-empty list of point names or addresses');
+  }
+  const addresses: number[] = [];
+  for (const reference of references) {
+    const address = resolveReadAddress(reference);
+    if (address === undefined) {
+      throw new ValidationError(field, reference, 'a read point name (e.g. batterySoc) or an address from 0 to 65535');
+    }
+    if (!addresses.includes(address)) addresses.push(address);
+  }
+  return addresses;
+}
+
+function resolveReadAddress(reference: string | number): number | undefined {
+  if (typeof reference === 'number') return isValidAddress(reference) ? reference : undefined;
+  if (typeof reference !== 'string') return undefined;
+  const trimmed = reference.trim();
+  if (/^\d+$/.test(trimmed)) {
+    const address = Number(trimmed);
+    return isValidAddress(address) ? address : undefined;
+  }
+  const point = byName.get(trimmed);
+  return point && point.direction === 'read' ? point.address : undefined;
+}
+
+/** Resolves a write point by name, address number or decimal string. */
+export function resolveWritePoint(reference: unknown, field = 'point'): WritePoint {
+  let point: WritePoint | undefined;
+  if (typeof reference === 'number') point = writeByAddress.get(reference);
+  else if (typeof reference === 'string') {
+    const trimmed = reference.trim();
+    if (/^\d+$/.test(trimmed)) point = writeByAddress.get(Number(trimmed));
+    else {
+      const named = byName.get(trimmed);
+      point = named && named.direction === 'write' ? named : undefined;
+    }
+  }
+  if (!point) {
+    throw new ValidationError(field, reference, `a write point: ${WRITE_POINTS.map((p) => `${p.name} (${p.address})`).join(', ')}`);
+  }
+  return point;
+}
+
+export interface DecodedValue {
+  value: number | string;
+  label?: string;
+}
+
+/**
+ * Turns a raw value from a GetData answer into the point's type: numeric strings become numbers where
+ * the point is numeric (some firmware sends enums as "1001"); strings stay strings.
+ */
+export function decodeValue(address: number, raw: unknown): number | string {
+  const point = readByAddress.get(address);
+  if (point?.type === 'string') return raw === null || raw === undefined ? '' : String(raw);
+  if (typeof raw === 'number') return raw;
+  if (typeof raw === 'string' && raw.trim() !== '' && Number.isFinite(Number(raw))) return Number(raw);
+  return typeof raw === 'string' ? raw : JSON.stringify(raw);
+}
+
+/** Adds the label of an enumerated value, or the HH:MM form of a packed time. */
+export function describeValue(address: number, value: number | string): DecodedValue {
+  const point = readByAddress.get(address);
+  if (point?.enum && typeof value === 'number') {
+    const option = point.enum.find((o) => o.value === value);
+    return { value, label: option ? option.label : `Unknown (${value})` };
+  }
+  if (point?.format === 'hourMinute' && typeof value === 'number') {
+    return { value, label: formatHourMinute(value) };
+  }
+  return { value };
+}
+
+export function formatHourMinute(value: number): string {
+  const hour = (value >> 8) & 0xff;
+  const minute = value & 0xff;
+  return `${String(hour).padStart(2, '0')}:${String(minute).padStart(2, '0')}`;
+}
+
+/** The range a write point accepts, in words, for error messages and the editor. */
+export function describeAllowed(point: WritePoint): string {
+  if (point.enum) return `one of ${point.enum.map((o) => `${o.value} (${o.label})`).join(', ')}`;
+  return `an integer from ${point.min} to ${point.max}${point.unit ? ' ' + point.unit : ''}`;
+}
+
+function toNumber(value: unknown): number | undefined {
+  if (typeof value === 'number') return value;
+  if (typeof value === 'string' && value.trim() !== '' && Number.isFinite(Number(value))) return Number(value);
+  if (typeof value === 'boolean') return value ? 1 : 0;
+  return undefined;
+}
+
+/** Checks one value against a write point and returns it as the integer the device expects. */
+export function validateWriteValue(point: WritePoint, value: unknown, field: string = point.name): number {
+  let number = toNumber(value);
+  if (number === undefined && typeof value === 'string' && point.enum) {
+    // An enum value may be given by its label, e.g. "Enable".
+    number = point.enum.find((o) => o.label.toLowerCase() === value.trim().toLowerCase())?.value;
+  }
+  const allowed = describeAllowed(point);
+  if (number === undefined || !Number.isFinite(number)) throw new ValidationError(field, value, allowed, point);
+  if (!Number.isInteger(number)) throw new ValidationError(field, value, allowed, point);
+  if (point.enum) {
+    if (!point.enum.some((o) => o.value === number)) throw new ValidationError(field, value, allowed, point);
+  } else if ((point.min !== undefined && number < point.min) || (point.max !== undefined && number > point.max)) {
+    throw new ValidationError(field, value, allowed, point);
+  }
+  return number;
+}
+
+/**
+ * Validates the values of one SetData request: one value for every point, or the three values
+ * [state, power, SOC] for the real-time control state (spec section 4, rule 2).
+ */
+export function validateWrite(point: WritePoint, values: unknown): number[] {
+  const list = Array.isArray(values) ? values : [values];
+  if (point.address === REAL_TIME.stateAddress && list.length === 3) {
+    return [
+      validateWriteValue(point, list[0], `${point.name} (state)`),
+      validateWriteValue(writeByAddress.get(REAL_TIME.powerAddress)!, list[1], 'controlPower (power)'),
+      validateWriteValue(writeByAddress.get(REAL_TIME.socAddress)!, list[2], 'controlSoc (SOC)'),
+    ];
+  }
+  if (list.length !== 1) {
+    const expected = point.address === REAL_TIME.stateAddress ? 'one value, or three values [state, power, SOC]' : 'exactly one value';
+    throw new ValidationError(`${point.name} value count`, list.length, expected, point);
+  }
+  return [validateWriteValue(point, list[0])];
+}
+
+/** The catalogue as plain JSON, for the editor and documentation. */
+export function catalogueJson(): { read: ReadPoint[]; write: (WritePoint & { allowed: string })[]; maxAddressesPerRead: number } {
+  return {
+    read: READ_POINTS.map((p) => ({ ...p })),
+    write: WRITE_POINTS.map((p) => ({ ...p, allowed: describeAllowed(p) })),
+    maxAddressesPerRead: MAX_ADDRESSES_PER_READ,
+  };
+}

@@ -1,0 +1,124 @@
+/**
+ * Typed errors. Every error carries a stable `code` so flows (Catch node, switch on msg.error.code)
+ * can tell a wrong password from an unreachable device without parsing text.
+ */
+export type ErrorCode =
+  | 'INVALID_VALUE'
+  | 'UNAUTHORIZED'
+  | 'REFUSED'
+  | 'TIMEOUT'
+  | 'UNREACHABLE'
+  | 'HTTP_STATUS'
+  | 'BAD_RESPONSE'
+  | 'QUEUE_FULL'
+  | 'CLOSED';
+
+export class DeviceError extends Error {
+  readonly code: ErrorCode;
+
+  constructor(code: ErrorCode, message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.code = code;
+    this.name = new.target.name;
+  }
+}
+
+function show(value: unknown): string {
+  if (typeof value === 'string') return JSON.stringify(value);
+  if (value === undefined) return 'nothing';
+  try {
+    return JSON.stringify(value) ?? String(value);
+  } catch {
+    return String(value);
+  }
+}
+
+/** A value that must not reach the device: names the field, the value and what is allowed. */
+export class ValidationError extends DeviceError {
+  readonly field: string;
+  readonly value: unknown;
+  readonly allowed: string;
+  readonly point?: { name: string; address: number };
+
+  constructor(field: string, value: unknown, allowed: string, point?: { name: string; address: number }) {
+    const where = point ? ` (point ${point.name}, address ${point.address})` : '';
+    super('INVALID_VALUE', `Invalid ${field}${where}: got ${show(value)}, allowed is ${allowed}`);
+    this.field = field;
+    this.value = value;
+    this.allowed = allowed;
+    this.point = point ? { name: point.name, address: point.address } : undefined;
+  }
+}
+
+/**
+ * HTTP 401. The device answers the same way to a wrong password and to any operation while it still has
+ * its default password, so `mayBeDefaultPassword` is set until these credentials have worked once.
+ */
+export class UnauthorizedError extends DeviceError {
+  readonly mayBeDefaultPassword: boolean;
+
+  constructor(mayBeDefaultPassword: boolean) {
+    super(
+      'UNAUTHORIZED',
+      mayBeDefaultPassword
+        ? 'Unauthorized (401): wrong username or password, or the device still has its default password: set a new one first'
+        : 'Unauthorized (401): the device no longer accepts this username and password',
+    );
+    this.mayBeDefaultPassword = mayBeDefaultPassword;
+  }
+}
+
+/** The device answered `result: false`. */
+export class RefusedError extends DeviceError {
+  readonly operation: string;
+  readonly address?: number;
+  readonly values?: number[];
+
+  constructor(operation: string, detail: string, address?: number, values?: number[]) {
+    super('REFUSED', `The device refused ${operation}${detail ? ': ' + detail : ''} (result false)`);
+    this.operation = operation;
+    this.address = address;
+    this.values = values;
+  }
+}
+
+export class TimeoutError extends DeviceError {
+  constructor(operation: string, timeoutMs: number) {
+    super('TIMEOUT', `No answer to ${operation} within ${timeoutMs} ms`);
+  }
+}
+
+export class UnreachableError extends DeviceError {
+  constructor(target: string, cause: NodeJS.ErrnoException) {
+    const reason = cause.code === 'ECONNRESET' ? 'connection reset by the device' : cause.code ?? cause.message;
+    super('UNREACHABLE', `Cannot reach the device at ${target}: ${reason}`, { cause });
+  }
+}
+
+export class HttpStatusError extends DeviceError {
+  readonly status: number;
+
+  constructor(operation: string, status: number) {
+    const hint = status === 400 ? ' (bad request: the device did not understand it)' : status === 503 ? ' (device busy)' : '';
+    super('HTTP_STATUS', `${operation} failed with HTTP ${status}${hint}`);
+    this.status = status;
+  }
+}
+
+export class BadResponseError extends DeviceError {
+  constructor(operation: string, detail: string) {
+    super('BAD_RESPONSE', `Unexpected answer to ${operation}: ${detail}`);
+  }
+}
+
+export class QueueFullError extends DeviceError {
+  constructor(limit: number) {
+    super('QUEUE_FULL', `Too many requests waiting for this device (limit ${limit}); slow the flow down`);
+  }
+}
+
+export class ClientClosedError extends DeviceError {
+  constructor() {
+    super('CLOSED', 'The device connection was closed (redeploy or shutdown) before the request was sent');
+  }
+}

@@ -1,0 +1,62 @@
+/**
+ * Password change encryption (User.SetConfig), as the field notes give it: AES-128-GCM without additional
+ * data, key = current password zero-padded to 16 bytes, IV = a random string zero-padded to 12 bytes,
+ * plaintext = the new password. The tag travels as the digest realm and the IV string as the digest nonce.
+ */
+import { createCipheriv, createDecipheriv, randomInt } from 'node:crypto';
+import { ValidationError } from './errors';
+
+export const MAX_PASSWORD_BYTES = 16;
+const IV_BYTES = 12;
+
+function padded(text: string, size: number): Buffer {
+  const bytes = Buffer.alloc(size);
+  Buffer.from(text, 'utf8').copy(bytes);
+  return bytes;
+}
+
+/** Throws unless the password can serve as an AES-128 key: 1 to 16 bytes of UTF-8. */
+export function checkPassword(password: unknown, field: string): asserts password is string {
+  const allowed = `a text of 1 to ${MAX_PASSWORD_BYTES} bytes`;
+  // The value itself is never put in the error: it is a password.
+  if (typeof password !== 'string' || password.length === 0) throw new ValidationError(field, '(empty)', allowed);
+  const length = Buffer.byteLength(password, 'utf8');
+  if (length > MAX_PASSWORD_BYTES) throw new ValidationError(field, `(${length} bytes)`, allowed);
+}
+
+export interface EncryptedPassword {
+  /** base64 ciphertext, sent as config.Password */
+  ciphertext: string;
+  /** base64 GCM tag, sent as the digest realm */
+  tag: string;
+  /** the IV string unpadded, sent as the digest nonce */
+  nonce: string;
+}
+
+/** A random IV string of decimal digits: printable, so it can serve as the digest nonce as it is. */
+export function randomIvString(): string {
+  let text = '';
+  for (let i = 0; i < IV_BYTES; i++) text += String(randomInt(10));
+  return text;
+}
+
+export function encryptPassword(currentPassword: string, newPassword: string, ivString: string = randomIvString()): EncryptedPassword {
+  checkPassword(currentPassword, 'current password');
+  checkPassword(newPassword, 'new password');
+  if (Buffer.byteLength(ivString, 'utf8') > IV_BYTES) throw new ValidationError('IV string', ivString, `at most ${IV_BYTES} bytes`);
+  const cipher = createCipheriv('aes-128-gcm', padded(currentPassword, 16), padded(ivString, IV_BYTES));
+  const ciphertext = Buffer.concat([cipher.update(newPassword, 'utf8'), cipher.final()]);
+  return { ciphertext: ciphertext.toString('base64'), tag: cipher.getAuthTag().toString('base64'), nonce: ivString };
+}
+
+/** The device side: returns the new password, or undefined when the tag does not verify. */
+export function decryptPassword(currentPassword: string, encrypted: EncryptedPassword): string | undefined {
+  try {
+    const decipher = createDecipheriv('aes-128-gcm', padded(currentPassword, 16), padded(encrypted.nonce, IV_BYTES));
+    decipher.setAuthTag(Buffer.from(encrypted.tag, 'base64'));
+    const plain = Buffer.concat([decipher.update(Buffer.from(encrypted.ciphertext, 'base64')), decipher.final()]);
+    return plain.toString('utf8');
+  } catch {
+    return undefined;
+  }
+}
