@@ -1,0 +1,287 @@
+/**
+ * UDP discovery (spec E5 and field notes): send the text `AT+IGDEVICEIP` from local port 10000 to
+ * 255.255.255.255:8099 (and to each interface's own broadcast address), then collect answers for a while.
+ *
+ * Answers are accepted from any source port: the notes say devices answer from 8099, but nothing is gained
+ * by dropping a well-formed answer from elsewhere. JSON answers give all their members; anything else falls
+ * back to the sender's address (field notes). The scan never rejects because of the network: socket and
+ * send errors become warnings and the scan resolves with what it found.
+ */
+import * as dgram from 'node:dgram';
+import * as os from 'node:os';
+import { ValidationError } from './errors';
+
+export interface DiscoveredDevice {
+  /** The device's address: the `ip` member of its answer, else the sender's address. */
+  ip: string;
+  sn?: string;
+  fw?: string;
+  /** Every other member of the JSON answer, plus `address` (the sender's address) and, for non-JSON, `raw`. */
+  [key: string]: unknown;
+}
+
+export interface DiscoveryOptions {
+  /** Send only to this address (e.g. one device's IP). Default: broadcast (see broadcastTargets). */
+  target?: string;
+  /** Device port, default 8099. */
+  port?: number;
+  /** Local port, default 10000; if it is taken a free port is used instead, with a warning. */
+  localPort?: number;
+  /** How long to collect answers, default 3000 ms. */
+  listenMs?: number;
+  /** Aborting ends the scan early; it then resolves with what was found so far. */
+  signal?: AbortSignal;
+  onWarning?: (message: string) => void;
+}
+
+export const DISCOVERY_MESSAGE = 'AT+IGDEVICEIP';
+export const DEVICE_PORT = 8099;
+export const LOCAL_PORT = 10000;
+export const DEFAULT_LISTEN_MS = 3000;
+export const LIMITED_BROADCAST = '255.255.255.255';
+
+/** Members that the DiscoveredDevice type promises to be strings. */
+const STRING_MEMBERS = ['sn', 'fw'] as const;
+
+/** Turns one answer into a device: JSON object members are kept; anything else keeps the text as `raw`. */
+export function parseAnswer(text: string, senderAddress: string): DiscoveredDevice {
+  // Embedded firmware may pad datagrams with NULs or end them with CR/LF; JSON.parse rejects NULs.
+  const cleaned = text.replace(/\0+$/, '').trim();
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(cleaned);
+  } catch {
+    parsed = undefined;
+  }
+  if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) {
+    return { ip: senderAddress, address: senderAddress, raw: text };
+  }
+  const device: DiscoveredDevice = { ...(parsed as Record<string, unknown>), ip: senderAddress, address: senderAddress };
+  const ip = (parsed as Record<string, unknown>).ip;
+  if (typeof ip === 'string' && ip.trim() !== '') device.ip = ip.trim();
+  for (const key of STRING_MEMBERS) {
+    // Keep the promise of the type: a numeric serial becomes its decimal text; other shapes are dropped.
+    const value = device[key];
+    if (value === undefined || typeof value === 'string') continue;
+    if (typeof value === 'number' && Number.isFinite(value)) device[key] = String(value);
+    else delete device[key];
+  }
+  return device;
+}
+
+function serialOf(device: DiscoveredDevice): string | undefined {
+  return typeof device.sn === 'string' && device.sn !== '' ? device.sn : undefined;
+}
+
+/**
+ * Merges duplicate answers (a device answers once per query, and a query goes out on several addresses):
+ * by serial number, later answers filling in and overriding members; answers without a serial by ip.
+ * An answer without a serial whose ip matches a device with one is folded into that device, filling in
+ * only missing members, so the JSON answer is preferred over an unparsed one. First-seen order is kept.
+ */
+export function mergeDevices(list: DiscoveredDevice[]): DiscoveredDevice[] {
+  const result: DiscoveredDevice[] = [];
+  const bySerial = new Map<string, DiscoveredDevice>();
+  const byIp = new Map<string, DiscoveredDevice>();
+  for (const device of list) {
+    const sn = serialOf(device);
+    const index = sn !== undefined ? bySerial : byIp;
+    const key = sn ?? device.ip;
+    const existing = index.get(key);
+    if (existing) Object.assign(existing, device);
+    else {
+      const copy = { ...device };
+      index.set(key, copy);
+      result.push(copy);
+    }
+  }
+  if (byIp.size === 0 || bySerial.size === 0) return result;
+  const withSerialByIp = new Map<string, DiscoveredDevice>();
+  for (const device of bySerial.values()) if (!withSerialByIp.has(device.ip)) withSerialByIp.set(device.ip, device);
+  return result.filter((device) => {
+    if (serialOf(device) !== undefined) return true;
+    const target = withSerialByIp.get(device.ip);
+    if (!target) return true;
+    for (const [key, value] of Object.entries(device)) if (!(key in target)) target[key] = value;
+    return false;
+  });
+}
+
+function ipv4ToInt(address: string): number | undefined {
+  const parts = address.split('.');
+  if (parts.length !== 4 || !parts.every((p) => /^\d{1,3}$/.test(p) && Number(p) <= 255)) return undefined;
+  return parts.reduce((sum, p) => sum * 256 + Number(p), 0);
+}
+
+function intToIpv4(value: number): string {
+  return [24, 16, 8, 0].map((shift) => (value >>> shift) & 0xff).join('.');
+}
+
+/**
+ * Where a default scan sends the query: the limited broadcast address, plus each non-internal IPv4
+ * interface's directed broadcast (address | ~netmask), which helps on hosts with several interfaces.
+ */
+export function broadcastTargets(interfaces: ReturnType<typeof os.networkInterfaces> = os.networkInterfaces()): string[] {
+  const targets = new Set<string>([LIMITED_BROADCAST]);
+  for (const entries of Object.values(interfaces)) {
+    for (const entry of entries ?? []) {
+      // Node 18.0 reported family as the number 4.
+      const family: unknown = entry.family;
+      if (entry.internal || (family !== 'IPv4' && family !== 4)) continue;
+      const address = ipv4ToInt(entry.address);
+      const netmask = ipv4ToInt(entry.netmask);
+      // A /32 (or /31) has no broadcast address of its own.
+      if (address === undefined || netmask === undefined || netmask >>> 0 >= 0xfffffffe) continue;
+      targets.add(intToIpv4((address | ~netmask) >>> 0));
+    }
+  }
+  return [...targets];
+}
+
+function checkPort(value: unknown, field: string, min: number): number {
+  if (typeof value !== 'number' || !Number.isInteger(value) || value < min || value > 65535) {
+    throw new ValidationError(field, value, `an integer from ${min} to 65535`);
+  }
+  return value;
+}
+
+function errorCode(error: unknown): string {
+  const e = error as NodeJS.ErrnoException | undefined;
+  return e?.code ?? e?.message ?? String(error);
+}
+
+/**
+ * Sends the discovery query and collects answers. Resolves with the merged devices after `listenMs`, on
+ * abort, or early when every send failed. Rejects only for invalid options (ValidationError).
+ */
+export function discover(options: DiscoveryOptions = {}): Promise<DiscoveredDevice[]> {
+  let port: number;
+  let localPort: number;
+  let listenMs: number;
+  try {
+    port = checkPort(options.port ?? DEVICE_PORT, 'discovery port', 1);
+    localPort = checkPort(options.localPort ?? LOCAL_PORT, 'discovery local port', 0);
+    listenMs = options.listenMs ?? DEFAULT_LISTEN_MS;
+    if (typeof listenMs !== 'number' || !Number.isFinite(listenMs) || listenMs < 0) {
+      throw new ValidationError('discovery listen time', listenMs, 'a number of milliseconds, 0 or more');
+    }
+    if (options.target !== undefined && (typeof options.target !== 'string' || options.target.trim() === '')) {
+      throw new ValidationError('discovery target', options.target, 'an IP address or host name');
+    }
+  } catch (error) {
+    return Promise.reject(error);
+  }
+
+  const warn = (message: string) => {
+    try {
+      options.onWarning?.(message);
+    } catch {
+      // A faulty warning handler must not break the scan.
+    }
+  };
+  const target = options.target?.trim();
+  const broadcasts = broadcastTargets();
+  const targets = target !== undefined ? [target] : broadcasts;
+  // An explicit target may itself be a broadcast address; the socket must allow that or the send fails.
+  const broadcasting = targets.some((t) => broadcasts.includes(t));
+  const message = Buffer.from(DISCOVERY_MESSAGE, 'ascii');
+  const signal = options.signal;
+
+  return new Promise<DiscoveredDevice[]>((resolve) => {
+    const found: DiscoveredDevice[] = [];
+    let socket: dgram.Socket | undefined;
+    let timer: NodeJS.Timeout | undefined;
+    let finished = false;
+
+    const finish = () => {
+      if (finished) return;
+      finished = true;
+      if (timer) clearTimeout(timer);
+      signal?.removeEventListener('abort', finish);
+      const done = () => resolve(mergeDevices(found));
+      if (!socket) return done();
+      // Resolve once the socket is really closed, so the caller sees no handle left behind.
+      try {
+        socket.close(done);
+      } catch {
+        done(); // Already closed (e.g. after a socket error).
+      }
+    };
+
+    if (signal?.aborted) {
+      finish();
+      return;
+    }
+    signal?.addEventListener('abort', finish, { once: true });
+
+    const onMessage = (data: Buffer, rinfo: dgram.RemoteInfo) => {
+      const text = data.toString('utf8');
+      // Our own query echoed back (e.g. target and local port on the same host) is not an answer.
+      if (text.trim() === DISCOVERY_MESSAGE) return;
+      found.push(parseAnswer(text, rinfo.address));
+    };
+
+    const sendAll = (bound: dgram.Socket) => {
+      if (broadcasting) {
+        try {
+          bound.setBroadcast(true);
+        } catch (error) {
+          warn(`Discovery: cannot enable broadcast on the socket: ${errorCode(error)}`);
+        }
+      }
+      let pending = targets.length;
+      let failures = 0;
+      for (const address of targets) {
+        bound.send(message, port, address, (error) => {
+          pending--;
+          if (error) {
+            failures++;
+            warn(`Discovery: sending to ${address}:${port} failed: ${errorCode(error)}`);
+          }
+          // Nothing went out, so no answer can come: no point waiting out the listen time.
+          if (pending === 0 && failures === targets.length) finish();
+        });
+      }
+    };
+
+    const open = (bindPort: number, fallbackAllowed: boolean) => {
+      const candidate = dgram.createSocket({ type: 'udp4' });
+      socket = candidate;
+      let bound = false;
+      candidate.on('message', onMessage);
+      candidate.on('error', (error) => {
+        if (finished) return;
+        const code = errorCode(error);
+        if (!bound && fallbackAllowed && bindPort !== 0 && (code === 'EADDRINUSE' || code === 'EACCES')) {
+          try {
+            candidate.close();
+          } catch {
+            // A socket whose bind failed may already be closed.
+          }
+          warn(`Discovery: local UDP port ${bindPort} is not available (${code}); using a free port instead`);
+          open(0, false);
+          return;
+        }
+        warn(`Discovery: socket error${bound ? '' : ` binding local port ${bindPort}`}: ${code}`);
+        finish();
+      });
+      candidate.bind(bindPort, () => {
+        bound = true;
+        if (finished) {
+          // Aborted while binding: finish() already ran; close what it could not see as bound.
+          try {
+            candidate.close();
+          } catch {
+            // Already closed.
+          }
+          return;
+        }
+        sendAll(candidate);
+      });
+    };
+
+    // Started before binding so the scan ends whatever happens to the socket.
+    timer = setTimeout(finish, listenMs);
+    open(localPort, true);
+  });
+}
