@@ -1,0 +1,145 @@
+#!/usr/bin/env node
+/** `local-battery-simulator`: runs the device simulator until SIGINT or SIGTERM. */
+import { DeviceSimulator, FAULTS, SIMULATOR_DEFAULTS, type Fault, type SimulatorOptions } from '../simulator';
+
+export const HELP = `Usage: local-battery-simulator [options]
+
+A simulated home battery serving the local HTTP API (digest authentication) and UDP discovery.
+
+Options:
+  --host <address>            listen address (default ${SIMULATOR_DEFAULTS.host})
+  --port <n>                  HTTP port, 0 = any free port (default ${SIMULATOR_DEFAULTS.port})
+  --udp-port <n|off>          UDP discovery port, 0 = any free port, off = none (default ${SIMULATOR_DEFAULTS.udpPort})
+  --username <name>           digest user name (default ${SIMULATOR_DEFAULTS.username})
+  --password <text>           start with this changed password (default: the default-password state)
+  --default-password <text>   the label password of the default state (default ${SIMULATOR_DEFAULTS.defaultPassword})
+  --namespace <name>          data-operation namespace, /rpc/<name>.GetData (default ${SIMULATOR_DEFAULTS.namespace})
+  --time-scale <n>            battery model speed-up, 60 = a minute per second (default ${SIMULATOR_DEFAULTS.timeScale})
+  --serial <text>             serial number (default ${SIMULATOR_DEFAULTS.serialNumber})
+  --model <text>              device model (default ${SIMULATOR_DEFAULTS.model})
+  --firmware <text>           firmware version string
+  --advertised-ip <address>   IP address the discovery answer names (default: the host)
+  --min-interval <ms>         minimum request interval recorded as violations (default ${SIMULATOR_DEFAULTS.minIntervalMs})
+  --require-challenge         answer pre-emptive digests with a 401 challenge and accept only the server nonce
+  --fault <name>              start with a fault: ${FAULTS.join(', ')}
+  --slow-delay <ms>           delay of the slow fault (default ${SIMULATOR_DEFAULTS.slowDelayMs})
+  --help                      this text
+`;
+
+export interface SimulatorCommand {
+  options: SimulatorOptions;
+  fault?: Fault;
+  help: boolean;
+}
+
+function integer(flag: string, text: string, min: number, max: number): number {
+  const value = Number(text);
+  if (!/^\d+$/.test(text.trim()) || value < min || value > max) throw new Error(`${flag} needs an integer from ${min} to ${max}, got "${text}"`);
+  return value;
+}
+
+/** Parses the command line; throws an Error whose message suits the user. */
+export function parseSimulatorArgs(argv: readonly string[]): SimulatorCommand {
+  const options: SimulatorOptions = {};
+  const command: SimulatorCommand = { options, help: false };
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i];
+    if (arg === '--help' || arg === '-h') {
+      command.help = true;
+      continue;
+    }
+    if (arg === '--require-challenge') {
+      options.requireChallenge = true;
+      continue;
+    }
+    const match = /^--([a-z-]+)(?:=(.*))?$/s.exec(arg);
+    if (!match) throw new Error(`Unknown argument "${arg}" (see --help)`);
+    const flag = `--${match[1]}`;
+    let value = match[2];
+    if (value === undefined) {
+      if (i + 1 >= argv.length) throw new Error(`${flag} needs a value`);
+      value = argv[++i];
+    }
+    switch (flag) {
+      case '--host': options.host = value; break;
+      case '--port': options.port = integer(flag, value, 0, 65535); break;
+      case '--udp-port': options.udpPort = value === 'off' ? null : integer(flag, value, 0, 65535); break;
+      case '--username': options.username = value; break;
+      case '--password': options.password = value; break;
+      case '--default-password': options.defaultPassword = value; break;
+      case '--namespace':
+        if (!/^[A-Za-z][A-Za-z0-9_]*$/.test(value)) throw new Error(`${flag} needs a name of letters, digits and underscores`);
+        options.namespace = value;
+        break;
+      case '--time-scale': {
+        const scale = Number(value);
+        if (!Number.isFinite(scale) || scale < 0) throw new Error(`${flag} needs a number >= 0, got "${value}"`);
+        options.timeScale = scale;
+        break;
+      }
+      case '--serial': options.serialNumber = value; break;
+      case '--model': options.model = value; break;
+      case '--firmware': options.firmware = value; break;
+      case '--advertised-ip': options.advertisedIp = value; break;
+      case '--min-interval': options.minIntervalMs = integer(flag, value, 0, 3600000); break;
+      case '--slow-delay': options.slowDelayMs = integer(flag, value, 0, 3600000); break;
+      case '--fault':
+        if (!(FAULTS as readonly string[]).includes(value)) throw new Error(`${flag} needs one of ${FAULTS.join(', ')}, got "${value}"`);
+        command.fault = value as Fault;
+        break;
+      default:
+        throw new Error(`Unknown option ${flag} (see --help)`);
+    }
+  }
+  return command;
+}
+
+/** The start-up line. Never shows a changed password; the default one is the simulated label value. */
+export function listeningLine(simulator: DeviceSimulator, options: SimulatorOptions): string {
+  const user = options.username ?? SIMULATOR_DEFAULTS.username;
+  const credentials = simulator.hasDefaultPassword ? `default password "${simulator.password}"` : 'password set';
+  const udp = simulator.udpPort === undefined ? 'UDP discovery off' : `UDP discovery on ${simulator.udpPort}`;
+  return `Battery simulator listening on ${simulator.url} (user ${user}, ${credentials}) – ${udp}`;
+}
+
+/** Starts a simulator from command-line arguments; resolves with it once listening (undefined after --help). */
+export async function runSimulatorCli(
+  argv: readonly string[] = process.argv.slice(2),
+  print: (line: string) => void = (line) => console.log(line),
+): Promise<DeviceSimulator | undefined> {
+  const command = parseSimulatorArgs(argv);
+  if (command.help) {
+    print(HELP);
+    return undefined;
+  }
+  const simulator = new DeviceSimulator(command.options);
+  if (command.fault) simulator.setFault(command.fault);
+  await simulator.start();
+  print(listeningLine(simulator, command.options));
+  return simulator;
+}
+
+if (require.main === module) {
+  runSimulatorCli().then(
+    (simulator) => {
+      if (!simulator) return;
+      const shutdown = () => {
+        process.off('SIGINT', shutdown);
+        process.off('SIGTERM', shutdown);
+        simulator.stop().then(
+          () => console.log('Battery simulator stopped'),
+          (error: Error) => {
+            console.error(error.message);
+            process.exitCode = 1;
+          },
+        );
+      };
+      process.on('SIGINT', shutdown);
+      process.on('SIGTERM', shutdown);
+    },
+    (error: Error) => {
+      console.error(`local-battery-simulator: ${error.message}`);
+      process.exitCode = 2;
+    },
+  );
+}

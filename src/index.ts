@@ -1,0 +1,10 @@
+/** The core: everything here works without Node-RED. */
+export * from './catalogue';
+export * from './errors';
+export * from './client';
+export * from './scheduler';
+export * from './digest';
+export * from './password-crypto';
+export * from './client-pool';
+export * from './discovery';
+export * from './simulator';

@@ -1,0 +1,87 @@
+/**
+ * One HTTP exchange with the device over node:http. Not fetch: the device wants `Connection: close`,
+ * which fetch may not set, and an exact request target for the digest `uri`.
+ */
+import http from 'node:http';
+import { ClientClosedError, TimeoutError, UnreachableError } from './errors';
+
+export interface HttpExchange {
+  host: string;
+  port: number;
+  method: 'GET' | 'POST';
+  /** Path plus encoded query, exactly as it goes on the request line. */
+  target: string;
+  headers: Record<string, string>;
+  timeoutMs: number;
+  /** Name of the operation, for error messages. */
+  operation: string;
+  signal?: AbortSignal;
+}
+
+export interface HttpAnswer {
+  status: number;
+  headers: http.IncomingHttpHeaders;
+  body: string;
+}
+
+/** Device answers are a few kilobytes; anything far larger is not the device. */
+const MAX_BODY_BYTES = 1024 * 1024;
+
+export function exchange(request: HttpExchange): Promise<HttpAnswer> {
+  return new Promise((resolve, reject) => {
+    if (request.signal?.aborted) {
+      reject(new ClientClosedError());
+      return;
+    }
+    let settled = false;
+    const finish = (error: Error | undefined, answer?: HttpAnswer) => {
+      if (settled) return;
+      settled = true;
+      clearTimeout(timer);
+      request.signal?.removeEventListener('abort', onAbort);
+      if (error) {
+        req.destroy();
+        reject(error);
+      } else resolve(answer!);
+    };
+    const onAbort = () => finish(new ClientClosedError());
+    const req = http.request(
+      {
+        host: request.host,
+        port: request.port,
+        method: request.method,
+        path: request.target,
+        agent: false,
+        headers: {
+          ...request.headers,
+          'Content-Type': 'application/json',
+          Connection: 'close',
+          ...(request.method === 'POST' ? { 'Content-Length': '0' } : {}),
+        },
+      },
+      (res) => {
+        const chunks: Buffer[] = [];
+        let size = 0;
+        res.on('data', (chunk: Buffer) => {
+          size += chunk.length;
+          if (size > MAX_BODY_BYTES) {
+            finish(new UnreachableError(`${request.host}:${request.port}`, Object.assign(new Error('answer too large'), { code: 'EMSGSIZE' })));
+            return;
+          }
+          chunks.push(chunk);
+        });
+        res.on('end', () =>
+          finish(undefined, { status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks).toString('utf8') }),
+        );
+        res.on('error', (error: NodeJS.ErrnoException) => finish(new UnreachableError(`${request.host}:${request.port}`, error)));
+        res.on('close', () => {
+          if (!res.complete) finish(new UnreachableError(`${request.host}:${request.port}`, Object.assign(new Error('reset'), { code: 'ECONNRESET' })));
+        });
+      },
+    );
+    const timer = setTimeout(() => finish(new TimeoutError(request.operation, request.timeoutMs)), request.timeoutMs);
+    request.signal?.addEventListener('abort', onAbort);
+    req.on('error', (error: NodeJS.ErrnoException) => finish(new UnreachableError(`${request.host}:${request.port}`, error)));
+    req.end();
+  });
+}

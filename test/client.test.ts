@@ -1,0 +1,276 @@
+/** Client and scheduler against the simulator over real HTTP on 127.0.0.1. */
+import should from 'should';
+import { READ_POINTS, pointByName, type ReadPoint } from '../src/catalogue';
+import { DeviceClient, type ClientOptions } from '../src/client';
+import { DeviceError, UnauthorizedError, ValidationError } from '../src/errors';
+import { DeviceSimulator, type Fault, type SimulatorOptions } from '../src/simulator';
+
+const PASSWORD = 'secret-pass';
+
+async function simulatorWith(options: SimulatorOptions = {}): Promise<DeviceSimulator> {
+  const simulator = new DeviceSimulator({ port: 0, udpPort: null, password: PASSWORD, ...options });
+  await simulator.start();
+  return simulator;
+}
+
+function clientFor(simulator: DeviceSimulator, options: Partial<ClientOptions> = {}): DeviceClient {
+  return new DeviceClient({ host: '127.0.0.1', port: simulator.port, password: PASSWORD, timeoutMs: 3000, ...options });
+}
+
+const address = (name: string) => pointByName(name)!.address;
+
+describe('DeviceClient against the simulator', function () {
+  this.timeout(60000);
+  let simulator: DeviceSimulator;
+  let client: DeviceClient;
+
+  afterEach(async () => {
+    client?.close();
+    await simulator?.stop();
+  });
+
+  describe('operations', () => {
+    beforeEach(async () => {
+      simulator = await simulatorWith();
+      client = clientFor(simulator);
+    });
+
+    it('reads points and decodes them as the catalogue types say', async () => {
+      const names = ['batterySoc', 'serialNumber', 'batteryState', 'meterStatus', 'batteryChargeEnergyTotal'];
+      const result = await client.read(names.map(address));
+      result.missing.should.be.empty();
+      for (const name of names) {
+        const value = result.values.get(address(name));
+        const point = pointByName(name) as ReadPoint;
+        if (point.type === 'string') should(value).be.a.String();
+        else should(value).be.a.Number();
+        should(value).eql(Number.isFinite(Number(simulator.value(point.address))) && point.type !== 'string'
+          ? Number(simulator.value(point.address))
+          : simulator.value(point.address));
+      }
+    });
+
+    it('reports points the device leaves out as missing, not as undefined', async () => {
+      const pack2 = READ_POINTS.filter((p) => p.category.includes('Pack2')).map((p) => p.address);
+      pack2.length.should.be.above(0);
+      const result = await client.read([address('batterySoc'), ...pack2]);
+      result.missing.should.eql(pack2);
+      result.values.has(address('batterySoc')).should.be.true();
+      for (const a of pack2) result.values.has(a).should.be.false();
+    });
+
+    it('splits a read of every catalogue point into requests of at most 50 addresses', async () => {
+      const all = READ_POINTS.map((p) => p.address);
+      const result = await client.read(all);
+      (result.values.size + result.missing.length).should.equal(all.length);
+      simulator.stats.maxAddressesPerRead.should.be.belowOrEqual(50);
+      simulator.stats.byOperation['Vendor.GetData'].should.equal(Math.ceil(all.length / 50));
+      simulator.stats.violations.should.be.empty();
+    });
+
+    it('writes a setting and the paired read point reports it', async () => {
+      const outcome = await client.write('feedInPowerLimitSetting', 750);
+      outcome.should.eql({ status: 'written', point: 'feedInPowerLimitSetting', address: 1146, values: [750] });
+      const result = await client.read([address('feedInPowerLimit')]);
+      result.values.get(address('feedInPowerLimit'))!.should.equal(750);
+    });
+
+    it('sends the three-value real-time write in one request after switching the mode', async () => {
+      await client.write('workingModeSetting', 4);
+      await client.setRealTime(1, 1200, 90);
+      simulator.workingMode.should.equal(4);
+      simulator.stats.byOperation['Vendor.SetData'].should.equal(2);
+      const control = simulator.control;
+      control.should.containEql({ state: 1, power: 1200, soc: 90 });
+    });
+
+    it('reads the device information', async () => {
+      const info = await client.getDeviceInfo();
+      info.should.have.properties(['type', 'sn', 'fw', 'mac', 'time', 'time_stamp', 'run_time']);
+      info.sn!.should.equal(simulator.value(0));
+      simulator.stats.byOperation['Sys.GetConfig'].should.equal(1);
+    });
+
+    it('never sends an invalid write', async () => {
+      const before = simulator.stats.requests;
+      await client.write('controlPower', 2401).should.be.rejectedWith(/controlPower.*2401.*50 to 2400/);
+      await client.write('controlState', [1, 800]).should.be.rejectedWith(ValidationError);
+      await client.write('noSuchPoint', 1).should.be.rejectedWith(ValidationError);
+      await client.write('gridChargingSetting', 0.5).should.be.rejectedWith(ValidationError);
+      simulator.stats.requests.should.equal(before);
+    });
+
+    it('reports a refused write (result false) with the point and value', async () => {
+      // Real-time writes are refused outside real-time control mode.
+      simulator.workingMode.should.not.equal(4);
+      const error = await client.write('controlPower', 800).then(() => undefined, (e: DeviceError) => e);
+      should(error).be.instanceOf(DeviceError);
+      error!.code.should.equal('REFUSED');
+      error!.message.should.match(/800/).and.match(/47016/);
+    });
+  });
+
+  describe('authentication', () => {
+    it('is locked with the default password until a password change, then works with the new one', async () => {
+      simulator = await simulatorWith({ password: undefined, defaultPassword: 'label-pw' });
+      client = clientFor(simulator, { password: 'label-pw' });
+      const states: string[] = [];
+      client.on('state', (state: string) => states.push(state));
+      const error = await client.read([address('batterySoc')]).then(() => undefined, (e) => e);
+      should(error).be.instanceOf(UnauthorizedError);
+      (error as UnauthorizedError).mayBeDefaultPassword.should.be.true();
+      (error as UnauthorizedError).message.should.match(/default password/);
+      states.should.eql(['default-password']);
+
+      await client.changePassword('brand-new-pw');
+      simulator.hasDefaultPassword.should.be.false();
+      simulator.password.should.equal('brand-new-pw');
+      const result = await client.read([address('batterySoc')]);
+      result.values.get(address('batterySoc'))!.should.be.a.Number();
+      states.should.eql(['default-password', 'ok']);
+      simulator.stats.violations.should.be.empty();
+    });
+
+    it('rejects new passwords that cannot work before sending anything', async () => {
+      simulator = await simulatorWith();
+      client = clientFor(simulator);
+      (() => client.changePassword('')).should.throw(ValidationError);
+      (() => client.changePassword('x'.repeat(17))).should.throw(/1 to 16 bytes/);
+      simulator.stats.requests.should.equal(0);
+    });
+
+    it('reports a wrong password as unauthorized', async () => {
+      simulator = await simulatorWith();
+      client = clientFor(simulator, { password: 'wrong' });
+      await client.getDeviceInfo().should.be.rejectedWith(UnauthorizedError);
+      client.state.should.equal('default-password');
+    });
+
+    it('answers a digest challenge once when the device insists on its own nonce', async () => {
+      simulator = await simulatorWith({ requireChallenge: true });
+      client = clientFor(simulator);
+      const info = await client.getDeviceInfo();
+      info.sn!.should.equal(simulator.value(0));
+      simulator.stats.requests.should.equal(2);
+      simulator.stats.violations.should.be.empty();
+    });
+  });
+
+  describe('scheduler', () => {
+    beforeEach(async () => {
+      simulator = await simulatorWith();
+      client = clientFor(simulator);
+    });
+
+    it('serves a burst of 200 reads from 20 callers in a handful of requests, one at a time', async () => {
+      const numeric = READ_POINTS.filter((p) => p.type !== 'string' && !simulator.isUnsupported(p.address));
+      const callers = Array.from({ length: 20 }, (_, caller) => numeric.slice(caller * 3 % numeric.length, caller * 3 % numeric.length + 4));
+      const reads = callers.flatMap((points, caller) =>
+        Array.from({ length: 10 }, () => client.read(points.map((p) => p.address)).then((result) => ({ caller, result }))),
+      );
+      const results = await Promise.all(reads);
+      for (const { caller, result } of results) {
+        [...result.values.keys()].sort().should.eql(callers[caller].map((p) => p.address).sort());
+        result.missing.should.be.empty();
+      }
+      const requests = simulator.stats.requests;
+      console.log(`      200 reads from 20 callers -> ${requests} GetData requests, ${simulator.stats.violations.length} violations`);
+      requests.should.be.belowOrEqual(3);
+      simulator.stats.violations.should.be.empty();
+    });
+
+    it('keeps request starts at least the minimum interval apart', async () => {
+      const started = Date.now();
+      for (let i = 0; i < 3; i++) await client.read([address('batterySoc')]);
+      (Date.now() - started).should.be.aboveOrEqual(2000);
+      simulator.stats.violations.should.be.empty();
+    });
+
+    it('lets writes overtake waiting reads', async () => {
+      const order: string[] = [];
+      const first = client.read([address('batterySoc')]).then(() => order.push('read 1'));
+      await new Promise((resolve) => setTimeout(resolve, 50)); // read 1 is now in flight
+      const second = client.read([address('batteryPower')]).then(() => order.push('read 2'));
+      const write = client.write('lightSetting', 1).then(() => order.push('write'));
+      await Promise.all([first, second, write]);
+      order.should.eql(['read 1', 'write', 'read 2']);
+    });
+
+    it('replaces a waiting write to the same address: last write wins', async () => {
+      const inFlight = client.read([address('batterySoc')]);
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      const writes = [500, 600, 700].map((watts) => client.write('feedInPowerLimitSetting', watts));
+      const outcomes = await Promise.all(writes);
+      await inFlight;
+      outcomes.map((o) => o.status).should.eql(['superseded', 'superseded', 'written']);
+      simulator.stats.byOperation['Vendor.SetData'].should.equal(1);
+      simulator.value(address('feedInPowerLimit'))!.should.equal(700);
+    });
+
+    it('bounds the queue with a clear error', async () => {
+      client.close();
+      client = clientFor(simulator, { maxQueue: 5 });
+      const accepted = Array.from({ length: 5 }, () => client.read([address('batterySoc')]));
+      await client.read([address('batterySoc')]).should.be.rejectedWith({ code: 'QUEUE_FULL' });
+      await Promise.all(accepted);
+    });
+
+    it('rejects what waits on close, aborts what is in flight, and leaves no timer', async () => {
+      await new Promise(setImmediate); // mocha's own time-out timer starts after the test begins
+      const timersBefore = process.getActiveResourcesInfo().filter((r) => r === 'Timeout').length;
+      const first = client.read([address('batterySoc')]).then(() => 'ok', (e: DeviceError) => e.code);
+      await new Promise((resolve) => setTimeout(resolve, 1100)); // the first is done; the next would wait
+      const pending = [client.read([address('batteryPower')]), client.write('lightSetting', 0), client.getDeviceInfo()]
+        .map((p) => p.then(() => 'ok', (e: DeviceError) => e.code));
+      client.close();
+      (await first).should.equal('ok');
+      (await Promise.all(pending)).should.eql(['CLOSED', 'CLOSED', 'CLOSED']);
+      await new Promise((resolve) => setTimeout(resolve, 20));
+      process.getActiveResourcesInfo().filter((r) => r === 'Timeout').length.should.be.belowOrEqual(timersBefore);
+      await client.read([address('batterySoc')]).should.be.rejectedWith({ code: 'CLOSED' });
+    });
+
+    it('never goes below the one-second floor', () => {
+      (() => clientFor(simulator, { minIntervalMs: 999 })).should.throw(/at least 1000 ms/);
+    });
+  });
+
+  describe('faults', () => {
+    const cases: { fault: Fault; code: string; operation: 'read' | 'write' }[] = [
+      { fault: 'timeout', code: 'TIMEOUT', operation: 'read' },
+      { fault: 'reset', code: 'UNREACHABLE', operation: 'read' },
+      { fault: 'malformed', code: 'BAD_RESPONSE', operation: 'read' },
+      { fault: 'http500', code: 'HTTP_STATUS', operation: 'read' },
+      { fault: 'http503', code: 'HTTP_STATUS', operation: 'read' },
+      { fault: 'resultFalse', code: 'REFUSED', operation: 'write' },
+      { fault: 'offline', code: 'UNREACHABLE', operation: 'read' },
+    ];
+    for (const { fault, code, operation } of cases) {
+      it(`${fault} gives ${code} and the client recovers`, async () => {
+        simulator = await simulatorWith();
+        client = clientFor(simulator, { timeoutMs: 500 });
+        simulator.setFault(fault);
+        await simulator.ready();
+        const run = () => (operation === 'read' ? client.read([address('batterySoc')]) : client.write('lightSetting', 1));
+        const error = await run().then(() => undefined, (e: DeviceError) => e);
+        should(error).be.instanceOf(DeviceError);
+        error!.code.should.equal(code);
+        if (fault === 'http503') error!.message.should.match(/503/);
+        if (code === 'TIMEOUT' || code === 'UNREACHABLE') client.state.should.equal('unreachable');
+        simulator.setFault(null);
+        await simulator.ready();
+        await run();
+        client.state.should.equal('ok');
+        simulator.stats.violations.should.be.empty();
+      });
+    }
+
+    it('waits for a slow device within the time-out', async () => {
+      simulator = await simulatorWith({ slowDelayMs: 800 });
+      client = clientFor(simulator, { timeoutMs: 2000 });
+      simulator.setFault('slow', 1);
+      const result = await client.read([address('batterySoc')]);
+      result.values.has(address('batterySoc')).should.be.true();
+    });
+  });
+});

@@ -1,0 +1,23 @@
+/** Shared test set-up: a simulator with its password already changed, and the config node that points at it. */
+import helper from 'node-red-node-test-helper';
+import { DeviceSimulator, type SimulatorOptions } from '../src/simulator';
+
+helper.init(require.resolve('node-red'));
+
+export const PASSWORD = 'test-secret-1';
+
+export async function startSimulator(options: SimulatorOptions = {}): Promise<DeviceSimulator> {
+  const simulator = new DeviceSimulator({ port: 0, udpPort: null, password: PASSWORD, ...options });
+  await simulator.start();
+  return simulator;
+}
+
+/** The config node and its credentials for a flow that talks to `simulator`. */
+export function deviceConfig(simulator: DeviceSimulator, id = 'device1', extra: Record<string, unknown> = {}) {
+  return {
+    node: { id, type: 'localbattery-device', name: 'sim', host: '127.0.0.1', port: simulator.port, username: 'opend', namespace: 'Vendor', minInterval: 1000, timeout: 2000, ...extra },
+    credentials: { [id]: { password: PASSWORD } },
+  };
+}
+
+export { helper };
