@@ -8,3 +8,4 @@ export * from './password-crypto';
 export * from './client-pool';
 export * from './discovery';
 export * from './simulator';
+export * from './control';

@@ -1,0 +1,196 @@
+/** The Node-RED-free real-time control logic: payload forms, bounds from the catalogue, repeat skipping, mode memory. */
+import should from 'should';
+import { CONTROL_STATES, REAL_TIME, WORKING_MODES, pointByName, writePointByAddress } from '../src/catalogue';
+import {
+  CONTROL_DEFAULTS,
+  CONTROL_LIMITS,
+  STATE_CODES,
+  WORKING_MODE_READ_ADDRESS,
+  WorkingModeMemory,
+  controlValues,
+  isRepeat,
+  parseControl,
+  type ControlOptions,
+} from '../src/control';
+import { ValidationError } from '../src/errors';
+
+const power = writePointByAddress(REAL_TIME.powerAddress)!;
+const soc = writePointByAddress(REAL_TIME.socAddress)!;
+const OPTIONS: ControlOptions = { power: CONTROL_DEFAULTS.power, chargeSoc: soc.max!, dischargeSoc: soc.min! + 5, clamp: false };
+const CLAMP: ControlOptions = { ...OPTIONS, clamp: true };
+const code = (label: string) => CONTROL_STATES.find((o) => o.label === label)!.value;
+
+function invalid(payload: unknown, options: ControlOptions, field: RegExp): ValidationError {
+  let caught: unknown;
+  try {
+    parseControl(payload, options);
+  } catch (error) {
+    caught = error;
+  }
+  should(caught).be.instanceOf(ValidationError);
+  const error = caught as ValidationError;
+  error.code.should.equal('INVALID_VALUE');
+  error.field.should.match(field);
+  return error;
+}
+
+describe('control logic (src/control.ts)', () => {
+  it('takes its bounds, state codes and mode address from the catalogue', () => {
+    CONTROL_LIMITS.power.should.eql({ min: power.min, max: power.max });
+    CONTROL_LIMITS.soc.should.eql({ min: soc.min, max: soc.max });
+    STATE_CODES.should.eql({ standby: code('Standby'), charge: code('Charging'), discharge: code('Discharging') });
+    WORKING_MODE_READ_ADDRESS.should.equal(pointByName('workingMode')!.address);
+    WORKING_MODES.some((m) => m.value === REAL_TIME.mode).should.be.true();
+  });
+
+  describe('signed watts (battery power 6000 convention: positive discharges)', () => {
+    it('negative charges to the charge SOC, positive discharges to the floor SOC', () => {
+      parseControl(-800, OPTIONS).should.eql({ state: 'charge', code: STATE_CODES.charge, power: 800, soc: OPTIONS.chargeSoc, clamped: false, belowMinimum: false });
+      parseControl(650, OPTIONS).should.eql({ state: 'discharge', code: STATE_CODES.discharge, power: 650, soc: OPTIONS.dischargeSoc, clamped: false, belowMinimum: false });
+      parseControl(' -900 ', OPTIONS).state.should.equal('charge');
+    });
+
+    it('zero is standby with the minimum power and the floor SOC, as integrations send it', () => {
+      const standby = parseControl(0, OPTIONS);
+      standby.should.eql({ state: 'standby', code: STATE_CODES.standby, power: power.min, soc: OPTIONS.dischargeSoc, clamped: false, belowMinimum: false });
+      controlValues(standby).should.eql([STATE_CODES.standby, power.min, OPTIONS.dischargeSoc]);
+    });
+
+    it('a non-zero amount under the minimum power is standby, with or without clamping', () => {
+      for (const options of [OPTIONS, CLAMP]) {
+        for (const watts of [power.min! - 1, -(power.min! - 1), 1]) {
+          const result = parseControl(watts, options);
+          result.state.should.equal('standby');
+          result.belowMinimum.should.be.true();
+        }
+      }
+      parseControl(power.min!, OPTIONS).state.should.equal('discharge');
+      parseControl(-power.min!, OPTIONS).state.should.equal('charge');
+    });
+
+    it('rounds fractional watts', () => {
+      parseControl(-799.6, OPTIONS).power.should.equal(800);
+      parseControl(power.min! - 0.6, OPTIONS).state.should.equal('standby');
+      parseControl(power.min! - 0.4, OPTIONS).power.should.equal(power.min);
+    });
+
+    it('rejects more than the maximum, naming the signed value and range', () => {
+      const error = invalid(-(power.max! + 1), OPTIONS, /^power$/);
+      should(error.value).equal(-(power.max! + 1));
+      error.message.should.containEql(String(power.max));
+    });
+
+    it('clamps more than the maximum when clamping is on', () => {
+      parseControl(power.max! + 500, CLAMP).should.eql({
+        state: 'discharge', code: STATE_CODES.discharge, power: power.max, soc: OPTIONS.dischargeSoc, clamped: true, belowMinimum: false,
+      });
+      parseControl(-(power.max! * 2), CLAMP).power.should.equal(power.max);
+    });
+
+    it('rejects what is no number', () => {
+      invalid(Number.NaN, CLAMP, /^power$/);
+      invalid(Infinity, CLAMP, /^power$/);
+      invalid({ power: 'lots' }, CLAMP, /^power$/);
+    });
+  });
+
+  describe('object and word payloads', () => {
+    it('takes state words, catalogue labels and codes', () => {
+      parseControl({ state: 'charge', power: 1200, soc: 90 }, OPTIONS).should.eql({
+        state: 'charge', code: STATE_CODES.charge, power: 1200, soc: 90, clamped: false, belowMinimum: false,
+      });
+      parseControl({ state: 'Discharging' }, OPTIONS).state.should.equal('discharge');
+      parseControl({ state: STATE_CODES.discharge, power: 700 }, OPTIONS).power.should.equal(700);
+      parseControl({ state: String(STATE_CODES.charge) }, OPTIONS).state.should.equal('charge');
+      parseControl('standby', OPTIONS).state.should.equal('standby');
+      parseControl(' CHARGE ', OPTIONS).state.should.equal('charge');
+    });
+
+    it('fills power and SOC from the node settings', () => {
+      const charge = parseControl({ state: 'charge' }, OPTIONS);
+      [charge.power, charge.soc].should.eql([OPTIONS.power, OPTIONS.chargeSoc]);
+      const discharge = parseControl({ state: 'discharge', soc: 30 }, OPTIONS);
+      [discharge.power, discharge.soc].should.eql([OPTIONS.power, 30]);
+    });
+
+    it('standby ignores a given power and keeps a given SOC', () => {
+      const standby = parseControl({ state: 'standby', power: 99999, soc: 40 }, OPTIONS);
+      [standby.power, standby.soc].should.eql([power.min, 40]);
+    });
+
+    it('an object without state uses the signed power', () => {
+      const result = parseControl({ power: -600, soc: 95 }, OPTIONS);
+      [result.state, result.power, result.soc].should.eql(['charge', 600, 95]);
+    });
+
+    it('rejects out-of-range power and SOC, naming the field and allowed range', () => {
+      invalid({ state: 'charge', power: power.min! - 1 }, OPTIONS, /controlPower/).allowed.should.containEql(String(power.min));
+      invalid({ state: 'charge', power: -800 }, OPTIONS, /controlPower/);
+      invalid({ state: 'charge', soc: soc.max! + 1 }, OPTIONS, /controlSoc/).allowed.should.containEql(String(soc.max));
+      invalid({ state: 'discharge', soc: soc.min! - 1 }, OPTIONS, /controlSoc/);
+      invalid({ state: 'charge', soc: 50.5 }, CLAMP, /controlSoc/);
+      invalid({ state: 'charge', power: 800 }, { ...OPTIONS, chargeSoc: soc.max! + 1 }, /controlSoc/);
+    });
+
+    it('clamps power and SOC when clamping is on', () => {
+      const result = parseControl({ state: 'charge', power: 10, soc: 120 }, CLAMP);
+      [result.power, result.soc, result.clamped].should.eql([power.min, soc.max, true]);
+      parseControl({ state: 'charge', power: 800, soc: 80 }, CLAMP).clamped.should.be.false();
+    });
+
+    it('rejects unknown states and payload shapes', () => {
+      invalid({ state: 'boost' }, CLAMP, /^state$/);
+      invalid({ state: 7 }, CLAMP, /^state$/);
+      invalid('boost', CLAMP, /^state$/);
+      for (const payload of [undefined, null, true, [1, 800, 50], {}, { soc: 50 }]) invalid(payload, CLAMP, /^payload$/);
+    });
+  });
+
+  describe('repeat skipping', () => {
+    const sent = { code: STATE_CODES.discharge, power: 800, soc: 15, at: 1000 };
+    const same = parseControl({ state: 'discharge', power: 800, soc: 15 }, OPTIONS);
+
+    it('skips the same setpoint inside the window only', () => {
+      isRepeat(sent, same, 1000 + 29999, 30000).should.be.true();
+      isRepeat(sent, same, 1000 + 30000, 30000).should.be.false();
+      isRepeat(undefined, same, 1000, 30000).should.be.false();
+    });
+
+    it('never skips a different setpoint, or with a window of 0', () => {
+      isRepeat(sent, parseControl({ state: 'discharge', power: 801, soc: 15 }, OPTIONS), 1001, 30000).should.be.false();
+      isRepeat(sent, parseControl({ state: 'charge', power: 800, soc: 15 }, OPTIONS), 1001, 30000).should.be.false();
+      isRepeat(sent, same, 1001, 0).should.be.false();
+    });
+
+    it('does not skip when the clock went backwards', () => {
+      isRepeat(sent, same, 999, 30000).should.be.false();
+    });
+  });
+
+  describe('working mode memory', () => {
+    it('reads first, then switches only when the mode is not real-time control', () => {
+      const memory = new WorkingModeMemory(0);
+      memory.next(0).should.equal('read');
+      memory.remember(WORKING_MODES.find((m) => m.value !== REAL_TIME.mode)!.value, 0);
+      memory.next(1).should.equal('switch');
+      memory.remember(REAL_TIME.mode, 1);
+      memory.next(1e9).should.equal('none');
+    });
+
+    it('switches when the device did not report the mode', () => {
+      const memory = new WorkingModeMemory(0);
+      memory.remember(undefined, 0);
+      memory.next(0).should.equal('switch');
+    });
+
+    it('reads again after the re-check time or after forget()', () => {
+      const memory = new WorkingModeMemory(60000);
+      memory.remember(REAL_TIME.mode, 1000);
+      memory.next(60999).should.equal('none');
+      memory.next(61000).should.equal('read');
+      memory.remember(REAL_TIME.mode, 61000);
+      memory.forget();
+      memory.next(61001).should.equal('read');
+    });
+  });
+});

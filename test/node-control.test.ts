@@ -1,0 +1,367 @@
+/** The real-time control node against the simulator, and its editor validation. */
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import * as vm from 'node:vm';
+import should from 'should';
+import deviceNode = require('../nodes/localbattery-device');
+import controlNode = require('../nodes/localbattery-control');
+import writeNode = require('../nodes/localbattery-write');
+import { REAL_TIME, WORKING_MODES, catalogueJson, pointByName, writePointByAddress, type ReadPoint } from '../src/catalogue';
+import { STATE_CODES } from '../src/control';
+import type { DeviceSimulator } from '../src/simulator';
+import { deviceConfig, helper, startSimulator } from './support';
+import { inEnglish, lastStatus, nextInput, sleep, statusesOf, text, until } from './node-support';
+
+const nodes = [inEnglish(deviceNode), inEnglish(controlNode), inEnglish(writeNode)];
+const TIME = '\\d{1,2}:\\d{2}:\\d{2}( [AP]M)?';
+const power = writePointByAddress(REAL_TIME.powerAddress)!;
+const soc = writePointByAddress(REAL_TIME.socAddress)!;
+// Node settings inside the catalogue bounds, and apart from the simulator's start SOC.
+const SETTINGS = { power: power.min! * 10, chargeSoc: soc.max! - 10, dischargeSoc: soc.min! + 15 };
+
+function flow(simulator: DeviceSimulator, control: Record<string, unknown> = {}) {
+  const device = deviceConfig(simulator);
+  return {
+    flow: [
+      device.node as Record<string, unknown>,
+      {
+        id: 'control1', type: 'localbattery-control', device: 'device1', ...SETTINGS,
+        clamp: false, switchMode: true, modeCheck: 600, repeat: 30, skipped: 'pass', ...control, wires: [['out']],
+      },
+      { id: 'out', type: 'helper' },
+      { id: 'mode', type: 'localbattery-write', device: 'device1', point: 'workingModeSetting', value: 'payload', valueType: 'msg', wires: [['modeOut']] },
+      { id: 'modeOut', type: 'helper' },
+      { id: 'catch1', type: 'catch', scope: null, uncaught: false, wires: [['caught']] },
+      { id: 'caught', type: 'helper' },
+      { id: 'complete1', type: 'complete', scope: ['control1'], uncaught: false, wires: [['completed']] },
+      { id: 'completed', type: 'helper' },
+    ],
+    credentials: device.credentials,
+  };
+}
+
+async function load(simulator: DeviceSimulator, control: Record<string, unknown> = {}) {
+  const { flow: nodesFlow, credentials } = flow(simulator, control);
+  await helper.load(nodes, nodesFlow, credentials);
+  return helper.getNode('control1');
+}
+
+/** Sends `payload` to the control node and resolves with the output msg. */
+async function control(payload: unknown, extra: Record<string, unknown> = {}): Promise<any> {
+  const output = nextInput(helper.getNode('out'));
+  helper.getNode('control1').receive({ payload, ...extra });
+  return output;
+}
+
+const batteryState = pointByName('batteryState') as ReadPoint;
+const batteryStateLabel = (simulator: DeviceSimulator) =>
+  batteryState.enum!.find((o) => o.value === Number(simulator.value(batteryState.address)))!.label;
+
+/** Records every status, send and error call `node` makes from now on (the helper's spies end with unload). */
+function watchAfterClose(node: any): string[] {
+  const calls: string[] = [];
+  for (const method of ['status', 'send', 'error', 'warn']) {
+    const original = node[method];
+    node[method] = function (...args: unknown[]) {
+      calls.push(`${method} ${JSON.stringify(args[0])}`);
+      return original.apply(this, args);
+    };
+  }
+  return calls;
+}
+
+describe('localbattery-control node', function () {
+  let simulator: DeviceSimulator;
+
+  afterEach(async function () {
+    await helper.unload();
+    await simulator?.stop();
+  });
+
+  it('a negative number charges: switches to real-time control first, then writes state, power and SOC in one request', async function () {
+    simulator = await startSimulator();
+    should(simulator.workingMode).not.equal(REAL_TIME.mode);
+    should(simulator.soc).be.below(SETTINGS.chargeSoc);
+    const node = await load(simulator);
+    const msg = await control(-800, { topic: 'keep me' });
+
+    should(msg.topic).equal('keep me');
+    should(msg.payload).eql({
+      state: 'charge', stateCode: STATE_CODES.charge, power: 800, soc: SETTINGS.chargeSoc,
+      clamped: false, belowMinimum: false, modeChanged: true, skipped: false,
+    });
+    should(msg.skipped).be.false();
+    should(simulator.workingMode).equal(REAL_TIME.mode);
+    should(simulator.control).eql({ state: STATE_CODES.charge, power: 800, soc: SETTINGS.chargeSoc });
+    should(simulator.batteryPower).be.below(0);
+    should(batteryStateLabel(simulator)).equal('Charging');
+    should(simulator.stats.byOperation).eql({ 'Vendor.GetData': 1, 'Vendor.SetData': 2 });
+    should(simulator.stats.violations).be.empty();
+
+    const statuses = statusesOf(node);
+    should(statuses.slice(0, -1)).eql([
+      { fill: 'blue', shape: 'ring', text: text('localbattery-control.status.sending') },
+      { fill: 'green', shape: 'dot', text: text('localbattery-device.status.connected') },
+      { fill: 'blue', shape: 'ring', text: text('localbattery-control.status.switching') },
+    ]);
+    should(statuses.at(-1)).have.properties({ fill: 'green', shape: 'dot' });
+    should(statuses.at(-1)!.text).match(new RegExp(`^charge 800 W · ${TIME}$`));
+  });
+
+  it('takes an object payload, and reads and switches the mode only once', async function () {
+    simulator = await startSimulator();
+    await load(simulator);
+    let msg = await control({ state: 'discharge', power: 600, soc: SETTINGS.dischargeSoc + 5 });
+    should(msg.payload).have.properties({ state: 'discharge', power: 600, soc: SETTINGS.dischargeSoc + 5, modeChanged: true });
+    should(simulator.control).eql({ state: STATE_CODES.discharge, power: 600, soc: SETTINGS.dischargeSoc + 5 });
+
+    msg = await control({ state: 'discharge' });
+    should(msg.payload).have.properties({ state: 'discharge', power: SETTINGS.power, soc: SETTINGS.dischargeSoc, modeChanged: false });
+    should(simulator.control).eql({ state: STATE_CODES.discharge, power: SETTINGS.power, soc: SETTINGS.dischargeSoc });
+    should(simulator.batteryPower).be.above(0);
+    should(batteryStateLabel(simulator)).equal('Discharging');
+    should(simulator.stats.byOperation).eql({ 'Vendor.GetData': 1, 'Vendor.SetData': 3 });
+    should(lastStatus(helper.getNode('control1'))!.text).match(new RegExp(`^discharge ${SETTINGS.power} W · ${TIME}$`));
+  });
+
+  it('rejects out-of-range and malformed setpoints without any request', async function () {
+    simulator = await startSimulator();
+    const node = await load(simulator);
+    let outputs = 0;
+    helper.getNode('out').on('input', () => outputs++);
+    const payloads = [
+      power.max! + 1,
+      -(power.max! + 1),
+      { state: 'charge', power: power.min! - 1 },
+      { state: 'charge', power: power.max! + 1 },
+      { state: 'discharge', soc: soc.min! - 1 },
+      { state: 'charge', soc: soc.max! + 1 },
+      { state: 'boost' },
+      'nonsense',
+      { soc: 50 },
+    ];
+    for (const payload of payloads) {
+      const caught = nextInput(helper.getNode('caught'));
+      node.receive({ payload });
+      const error = (await caught).error;
+      should(error.code).equal('INVALID_VALUE');
+      should(error.source.id).equal('control1');
+    }
+    await sleep(50);
+    should(outputs).equal(0);
+    should(simulator.stats.requests).equal(0);
+    should(lastStatus(node)).eql({ fill: 'red', shape: 'ring', text: 'invalid value' });
+  });
+
+  it('clamps with clamp on and says so; the same setpoint again is skipped and passed on', async function () {
+    simulator = await startSimulator();
+    const node = await load(simulator, { clamp: true });
+    let msg = await control(power.max! + 600);
+    should(msg.payload).have.properties({ state: 'discharge', power: power.max, clamped: true, skipped: false });
+    should(simulator.control.power).equal(power.max);
+    should(lastStatus(node)!.text).match(new RegExp(`^discharge ${power.max} W \\(clamped\\) · ${TIME}$`));
+
+    const requests = simulator.stats.requests;
+    msg = await control(power.max! + 600);
+    should(msg.skipped).be.true();
+    should(msg.payload).have.properties({ power: power.max, clamped: true, skipped: true });
+    should(simulator.stats.requests).equal(requests);
+    should(lastStatus(node)).eql({ fill: 'green', shape: 'ring', text: `discharge ${power.max} W (clamped) · repeat skipped` });
+  });
+
+  it('drops repeats within the repeat time, sends them with msg.force, and rests below the minimum power', async function () {
+    simulator = await startSimulator();
+    const node = await load(simulator, { skipped: 'drop' });
+    const outputs: any[] = [];
+    helper.getNode('out').on('input', (msg: any) => outputs.push(msg));
+    const completed: any[] = [];
+    helper.getNode('completed').on('input', (msg: any) => completed.push(msg));
+
+    node.receive({ payload: -800 });
+    await until(() => outputs.length === 1, 5000, 'the first setpoint');
+    const requests = simulator.stats.requests;
+    node.receive({ payload: -800.2 });
+    await until(() => completed.length === 2, 2000, 'the repeat to complete');
+    should(outputs).have.length(1);
+    should(simulator.stats.requests).equal(requests);
+
+    node.receive({ payload: -800, force: true });
+    await until(() => outputs.length === 2, 5000, 'the forced setpoint');
+    should(simulator.stats.requests).equal(requests + 1);
+
+    node.receive({ payload: -(power.min! - 1) });
+    await until(() => outputs.length === 3, 5000, 'standby');
+    should(outputs[2].payload).have.properties({ state: 'standby', power: power.min, soc: SETTINGS.dischargeSoc, belowMinimum: true });
+    should(simulator.control).eql({ state: STATE_CODES.standby, power: power.min, soc: SETTINGS.dischargeSoc });
+    should(simulator.batteryPower).equal(0);
+    should(lastStatus(node)!.text).match(new RegExp(`^standby \\(below ${power.min} W\\) · ${TIME}$`));
+    should(simulator.stats.violations).be.empty();
+  });
+
+  it('sends only the newest of setpoints arriving faster than the device takes requests', async function () {
+    simulator = await startSimulator();
+    const node = await load(simulator, { repeat: 0 });
+    const outputs: any[] = [];
+    helper.getNode('out').on('input', (msg: any) => outputs.push(msg));
+    const completed: any[] = [];
+    helper.getNode('completed').on('input', (msg: any) => completed.push(msg));
+    const setpoints = [600, 610, 620, 630, 640, 650];
+    for (const watts of setpoints) {
+      node.receive({ payload: watts });
+      await sleep(100);
+    }
+    await until(() => completed.length === setpoints.length, 8000, 'every message to complete');
+    should(outputs.at(-1).payload.power).equal(setpoints.at(-1));
+    should(simulator.control.power).equal(setpoints.at(-1));
+    // Mode read and switch, then at most two control writes: the device is never flooded.
+    should(simulator.stats.byOperation['Vendor.GetData']).equal(1);
+    should(simulator.stats.byOperation['Vendor.SetData']).be.belowOrEqual(3);
+    should(simulator.stats.violations).be.empty();
+    should(statusesOf(node).map((s) => s.text)).containEql(text('localbattery-control.status.superseded'));
+  });
+
+  it('reports a refused write to Catch when it may not switch the mode', async function () {
+    simulator = await startSimulator();
+    const node = await load(simulator, { switchMode: false });
+    let outputs = 0;
+    helper.getNode('out').on('input', () => outputs++);
+    const caught = nextInput(helper.getNode('caught'));
+    node.receive({ payload: 500 });
+    const error = (await caught).error;
+    should(error.code).equal('REFUSED');
+    should(error.message).match(/real-time control/);
+    should(outputs).equal(0);
+    should(simulator.stats.byOperation).eql({ 'Vendor.SetData': 1 });
+    should(simulator.workingMode).not.equal(REAL_TIME.mode);
+    should(lastStatus(node)).eql({ fill: 'red', shape: 'ring', text: 'refused' });
+  });
+
+  it('reads the mode again after a refused write, switches back and sends the setpoint once more', async function () {
+    simulator = await startSimulator();
+    await load(simulator);
+    await control(-800);
+    const other = WORKING_MODES.find((m) => m.value !== REAL_TIME.mode)!;
+    const changed = nextInput(helper.getNode('modeOut'));
+    helper.getNode('mode').receive({ payload: other.value });
+    await changed;
+    should(simulator.workingMode).equal(other.value);
+
+    const msg = await control(600);
+    should(msg.payload).have.properties({ state: 'discharge', power: 600, modeChanged: true });
+    should(simulator.workingMode).equal(REAL_TIME.mode);
+    should(simulator.control).eql({ state: STATE_CODES.discharge, power: 600, soc: SETTINGS.dischargeSoc });
+    // Read, switch, write; external switch; refused write, read, switch, write.
+    should(simulator.stats.byOperation).eql({ 'Vendor.GetData': 2, 'Vendor.SetData': 6 });
+  });
+
+  it('reports a refused mode switch to Catch and lets the next message try again', async function () {
+    simulator = await startSimulator();
+    const node = await load(simulator);
+    simulator.setFault('resultFalse', 1);
+    const caught = nextInput(helper.getNode('caught'));
+    node.receive({ payload: 700 });
+    const error = (await caught).error;
+    should(error.code).equal('REFUSED');
+    should(error.message).containEql(String(REAL_TIME.modeAddress));
+    should(lastStatus(node)).eql({ fill: 'red', shape: 'ring', text: 'refused' });
+
+    const msg = await control(700);
+    should(msg.payload).have.properties({ state: 'discharge', power: 700, modeChanged: true });
+    should(simulator.control.power).equal(700);
+  });
+
+  it('reports invalid settings and a missing device configuration', async function () {
+    simulator = await startSimulator();
+    let node = await load(simulator, { repeat: -1 });
+    should(lastStatus(node)).eql({ fill: 'red', shape: 'ring', text: text('localbattery-control.status.invalidConfig') });
+    let caught = nextInput(helper.getNode('caught'));
+    node.receive({ payload: 800 });
+    should((await caught).error.message).match(/repeat time/);
+    await helper.unload();
+
+    node = await load(simulator, { device: '' });
+    should(lastStatus(node)).eql({ fill: 'red', shape: 'ring', text: text('localbattery-control.errors.noDevice') });
+    caught = nextInput(helper.getNode('caught'));
+    node.receive({ payload: 800 });
+    should((await caught).error.message).containEql(text('localbattery-control.errors.noDevice'));
+    should(simulator.stats.requests).equal(0);
+  });
+
+  it('sends nothing on and sets no status after a redeploy while it is switching the mode', async function () {
+    simulator = await startSimulator();
+    const node = await load(simulator);
+    node.receive({ payload: -800 });
+    await until(() => simulator.stats.requests === 1, 2000, 'the mode read');
+    const after = watchAfterClose(node);
+    await helper.unload();
+    await sleep(1500);
+    should(after).eql([]);
+    should(simulator.stats.requests).equal(1);
+  });
+});
+
+describe('localbattery-control editor validation', function () {
+  const source = fs.readFileSync(path.resolve(__dirname, '..', '..', 'nodes', 'localbattery-control.html'), 'utf8');
+  const script = /<script type="text\/javascript">([\s\S]*?)<\/script>/.exec(source)![1];
+  let definition: any;
+  let finishLoad: () => void;
+  let revalidated: number;
+
+  beforeEach(function () {
+    revalidated = 0;
+    const loaded = new Promise<unknown>((resolve) => {
+      finishLoad = () => resolve(catalogueJson());
+    });
+    const RED = {
+      nodes: {
+        // As the editor does: the definition gets an `_` that knows this package's texts.
+        registerType: (_type: string, def: any) => {
+          def._ = text;
+          definition = def;
+        },
+        eachNode: (visit: (node: unknown) => void) => visit({ type: 'localbattery-control' }),
+      },
+      editor: { validateNode: () => revalidated++ },
+      view: { redraw: () => undefined },
+    };
+    vm.runInNewContext(script, { RED, $: { getJSON: () => loaded } });
+  });
+
+  const check = (field: string, v: unknown) => definition.defaults[field].validate.call({}, v, {});
+
+  it('checks power and SOC as integers first, against the catalogue bounds once loaded', async function () {
+    should(check('power', String(power.max! + 1))).be.true();
+    should(check('power', '12.5')).equal(text('localbattery-control.validation.number'));
+    should(check('chargeSoc', '')).equal(text('localbattery-control.validation.number'));
+
+    finishLoad();
+    await until(() => revalidated > 0, 1000, 'revalidation after loading');
+    should(check('power', String(power.max))).be.true();
+    should(check('power', String(power.min))).be.true();
+    should(check('power', String(power.max! + 1))).equal(text('localbattery-control.validation.power', { min: power.min, max: power.max }));
+    should(check('power', String(power.min! - 1))).be.a.String();
+    should(check('chargeSoc', String(soc.max! + 1))).equal(text('localbattery-control.validation.soc', { min: soc.min, max: soc.max }));
+    should(check('dischargeSoc', String(soc.min! - 1))).be.a.String();
+    should(check('dischargeSoc', String(soc.min))).be.true();
+    should(definition.defaults.power.validate.call({}, 'x')).be.false();
+  });
+
+  it('wants repeat and re-check times of 0 or more seconds', function () {
+    for (const field of ['repeat', 'modeCheck']) {
+      should(check(field, '0')).be.true();
+      should(check(field, '2.5')).be.true();
+      should(check(field, '-1')).equal(text('localbattery-control.validation.seconds'));
+      should(check(field, 'soon')).be.a.String();
+      should(check(field, '')).be.a.String();
+    }
+  });
+
+  it('starts with defaults that pass its own validation', async function () {
+    check('power', '1');
+    finishLoad();
+    await until(() => revalidated > 0, 1000, 'revalidation after loading');
+    for (const spec of Object.values<any>(definition.defaults)) {
+      if (spec.validate) should(spec.validate.call({}, spec.value, {})).be.true();
+    }
+  });
+});
