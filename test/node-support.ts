@@ -1,0 +1,100 @@
+/**
+ * Test support for the node adapters: real en-US texts, status and msg recorders.
+ * The test helper's RED._ returns the key itself, so a status such as "3 found" would read
+ * "localbattery-discover.status.found"; `inEnglish` gives a node module the real texts, as the runtime does,
+ * and fails loudly on a key that the catalogue lacks.
+ */
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import type { NodeAPI } from 'node-red';
+
+const LOCALES = path.resolve(__dirname, '..', 'nodes', 'locales');
+
+export function catalogue(language: string): Record<string, unknown> {
+  const dir = path.join(LOCALES, language);
+  const merged: Record<string, unknown> = {};
+  for (const file of fs.readdirSync(dir).filter((name) => name.endsWith('.json'))) {
+    Object.assign(merged, JSON.parse(fs.readFileSync(path.join(dir, file), 'utf8')));
+  }
+  return merged;
+}
+
+let english: Record<string, unknown> | undefined;
+
+export function text(key: string, args: Record<string, unknown> = {}): string {
+  english ??= catalogue('en-US');
+  const value = key.split('.').reduce<unknown>((node, part) => (node && typeof node === 'object' ? (node as Record<string, unknown>)[part] : undefined), english);
+  if (typeof value !== 'string') throw new Error(`no en-US text for ${key}`);
+  return value.replace(/__(\w+)__/g, (_match, name: string) => String(args[name]));
+}
+
+/** Wraps a node module so that its RED._ gives the en-US texts; `extra` replaces other members of RED. */
+export function inEnglish<T>(module: (RED: NodeAPI) => T, extra: Record<string, unknown> = {}): (RED: NodeAPI) => T {
+  return (RED: NodeAPI) => module(Object.assign(Object.create(RED) as NodeAPI, { _: text }, extra));
+}
+
+/** Every key path that leads to a text, e.g. "localbattery-info.status.ok". */
+export function keyPaths(tree: unknown, prefix = ''): string[] {
+  if (typeof tree === 'string') return [prefix];
+  if (!tree || typeof tree !== 'object') return [];
+  return Object.entries(tree).flatMap(([key, value]) => keyPaths(value, prefix ? `${prefix}.${key}` : key));
+}
+
+interface Listening {
+  on(event: string, listener: (...args: any[]) => void): unknown;
+}
+
+export interface Status {
+  fill?: string;
+  shape?: string;
+  text?: string;
+}
+
+/** Every status `node` has shown so far, in order (the helper spies on Node.prototype.status). */
+export function statusesOf(node: any): Status[] {
+  return node.status
+    .getCalls()
+    .filter((call: { thisValue: unknown }) => call.thisValue === node)
+    .map((call: { args: [Status] }) => call.args[0]);
+}
+
+export function lastStatus(node: any): Status | undefined {
+  return statusesOf(node).at(-1);
+}
+
+/** The next msg that `node` (a helper or catch node) receives, or a rejection after `ms`. */
+export function nextInput<T = any>(node: Listening, ms = 8000): Promise<T> {
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`no msg within ${ms} ms`)), ms);
+    node.on('input', (msg: T) => {
+      clearTimeout(timer);
+      resolve(msg);
+    });
+  });
+}
+
+/** Resolves once `check` holds, polling every 10 ms; rejects after `ms`. */
+export async function until(check: () => boolean, ms = 5000, what = 'condition'): Promise<void> {
+  const end = Date.now() + ms;
+  while (!check()) {
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+}
+
+export const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/**
+ * The texts of node `type`: the same keys in en-US and de, every key that its runtime (.js) and editor (.html)
+ * files name exists in en-US, and an en-US help page.
+ */
+export function textKeysOf(type: string): { english: string[]; german: string[]; used: string[]; help: string } {
+  const english = keyPaths(catalogue('en-US')[type]).map((key) => `${type}.${key}`);
+  const german = keyPaths(catalogue('de')[type]).map((key) => `${type}.${key}`);
+  const dir = path.resolve(__dirname, '..', 'nodes');
+  const source = ['js', 'html'].map((ext) => fs.readFileSync(path.join(dir, `${type}.${ext}`), 'utf8')).join('\n');
+  // Keys are written out in full, except where a prefix is completed at run time (ends with a dot).
+  const used = [...new Set(source.match(new RegExp(`${type}\\.[A-Za-z]+(\\.[A-Za-z]+)+`, 'g')) ?? [])].filter((key) => !/\.(svg|js|html|map)\b/.test(key));
+  const help = fs.readFileSync(path.join(LOCALES, 'en-US', `${type}.html`), 'utf8');
+  return { english, german, used, help };
+}
