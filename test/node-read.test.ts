@@ -1,0 +1,449 @@
+/** The read points node against the simulator. */
+import should from 'should';
+import deviceNode = require('../nodes/localbattery-device');
+import readNode = require('../nodes/localbattery-read');
+import { READ_POINTS, decodeValue, describeValue, formatHourMinute, pointByName, readPointByAddress } from '../src/catalogue';
+import type { DeviceClient } from '../src/client';
+import type { DeviceSimulator } from '../src/simulator';
+import { deviceConfig, helper, startSimulator } from './support';
+import { inEnglish, lastStatus, nextInput, sleep, statusesOf, text, until } from './node-support';
+
+const nodes = [inEnglish(deviceNode), inEnglish(readNode)];
+
+const addressOf = (name: string) => pointByName(name)!.address;
+
+/** A read node with the editor's defaults. */
+function reader(extra: Record<string, unknown> = {}): Record<string, unknown> {
+  return {
+    id: 'read1', type: 'localbattery-read', device: 'device1', points: ['batterySoc'], interval: '',
+    output: 'object', topicPrefix: '', decode: false, onlyChange: false, wires: [['out']], ...extra,
+  };
+}
+
+function load(simulator: DeviceSimulator, readers: Record<string, unknown>[], extra: Record<string, unknown>[] = []) {
+  const device = deviceConfig(simulator);
+  return helper.load(
+    nodes,
+    [
+      device.node,
+      ...readers,
+      { id: 'out', type: 'helper' },
+      { id: 'catch1', type: 'catch', scope: null, uncaught: false, wires: [['caught']] },
+      { id: 'caught', type: 'helper' },
+      ...extra,
+    ],
+    device.credentials,
+  );
+}
+
+/** Every msg `helperId` receives from now on. */
+function collect(helperId: string): any[] {
+  const messages: any[] = [];
+  helper.getNode(helperId).on('input', (msg: any) => messages.push(msg));
+  return messages;
+}
+
+/** Calls of a spied Node method (warn, error, send) made by this node. */
+function callsOf(node: any, method: 'warn' | 'error' | 'send'): unknown[][] {
+  return node[method].getCalls().filter((call: { thisValue: unknown }) => call.thisValue === node).map((call: { args: unknown[] }) => call.args);
+}
+
+/** What the node must report for an address: the simulator's value, decoded as the catalogue says. */
+function expectedValue(simulator: DeviceSimulator, address: number): number | string {
+  const raw = simulator.value(address);
+  should(raw).not.be.undefined();
+  return decodeValue(address, raw);
+}
+
+const readStatus = /^\d+ points? · /;
+
+describe('localbattery-read node', function () {
+  let simulator: DeviceSimulator;
+
+  afterEach(async function () {
+    await helper.unload();
+    await simulator?.stop();
+  });
+
+  it('reads the picked points into an object keyed by name, with units and metadata, reusing the msg', async function () {
+    // timeScale 0 freezes the battery model, so the simulator's values can be compared exactly.
+    simulator = await startSimulator({ timeScale: 0 });
+    const names = ['batterySoc', 'batteryPower', 'workingMode', 'serialNumber', 'ratedCapacity', 'gridVoltage'];
+    await load(simulator, [reader({ points: names })]);
+    const read = helper.getNode('read1');
+    const output = nextInput(helper.getNode('out'));
+    read.receive({ payload: 'go', topic: 'keep me' });
+    const msg = await output;
+
+    should(msg.topic).equal('keep me');
+    should(Object.keys(msg.payload)).eql(names);
+    for (const name of names) should(msg.payload[name]).equal(expectedValue(simulator, addressOf(name)), name);
+    should(msg.payload.serialNumber).be.a.String();
+    const withUnits = names.filter((name) => readPointByAddress(addressOf(name))!.unit);
+    should(Object.keys(msg.units)).eql(withUnits);
+    for (const name of withUnits) should(msg.units[name]).equal(readPointByAddress(addressOf(name))!.unit);
+    for (const name of names) {
+      const point = readPointByAddress(addressOf(name))!;
+      should(msg.points[name]).eql({ address: point.address, label: point.label, ...(point.unit ? { unit: point.unit } : {}), category: point.category });
+    }
+    should(msg.missing).eql([]);
+    should(simulator.stats.byOperation['Vendor.GetData']).equal(1);
+    const status = lastStatus(read)!;
+    should(status).have.properties({ fill: 'green', shape: 'dot' });
+    should(status.text).startWith(text('localbattery-read.status.read', { count: names.length, time: '' }));
+  });
+
+  it('keys values, units and metadata by address in address mode', async function () {
+    simulator = await startSimulator({ timeScale: 0 });
+    await load(simulator, [reader({ points: ['batterySoc', 'meterPower', 'serialNumber'], output: 'address' })]);
+    const output = nextInput(helper.getNode('out'));
+    helper.getNode('read1').receive({});
+    const msg = await output;
+    const keys = ['batterySoc', 'meterPower', 'serialNumber'].map((name) => String(addressOf(name)));
+    // JavaScript lists integer-like keys in ascending order, whatever the order of the points.
+    should(Object.keys(msg.payload)).eql([...keys].sort((a, b) => Number(a) - Number(b)));
+    for (const key of keys) should(msg.payload[key]).equal(expectedValue(simulator, Number(key)));
+    should(msg.units).eql({ [keys[0]]: '%', [keys[1]]: readPointByAddress(Number(keys[1]))!.unit });
+    should(Object.keys(msg.points).sort()).eql([...keys].sort());
+    should(msg.points[keys[0]].label).equal(readPointByAddress(Number(keys[0]))!.label);
+  });
+
+  it('sends one message per point in split mode, with the topic prefix and the point name as topic', async function () {
+    simulator = await startSimulator({ timeScale: 0 });
+    const names = ['batterySoc', 'batteryPower', 'serialNumber'];
+    await load(simulator, [reader({ points: names, output: 'split', topicPrefix: 'battery/' })]);
+    const messages = collect('out');
+    helper.getNode('read1').receive({ _msgid: 'abc', keep: 1 });
+    await until(() => messages.length === 3, 5000, 'three messages');
+    await sleep(100);
+    should(messages).have.length(3);
+    should(messages.map((m) => m.topic)).eql(names.map((name) => `battery/${name}`));
+    messages.forEach((m, i) => {
+      const address = addressOf(names[i]);
+      should(m.payload).equal(expectedValue(simulator, address));
+      should(m.address).equal(address);
+      should(m.keep).equal(1);
+      should(m.missing).eql([]);
+      if (readPointByAddress(address)!.unit) should(m.unit).equal(readPointByAddress(address)!.unit);
+      else should(m).not.have.property('unit');
+    });
+    should(new Set(messages).size).equal(3);
+    should(simulator.stats.byOperation['Vendor.GetData']).equal(1);
+  });
+
+  it('decodes enumerated values and packed times to {value, label} when asked', async function () {
+    simulator = await startSimulator({ timeScale: 0 });
+    const names = ['workingMode', 'batteryState', 'calibrationStartTime', 'batterySoc'];
+    await load(simulator, [reader({ points: names, decode: true })]);
+    const output = nextInput(helper.getNode('out'));
+    helper.getNode('read1').receive({});
+    const { payload } = await output;
+
+    for (const name of ['workingMode', 'batteryState']) {
+      const point = pointByName(name) as (typeof READ_POINTS)[number];
+      const value = expectedValue(simulator, point.address);
+      should(value).be.a.Number();
+      should(payload[name]).eql({ value, label: point.enum!.find((o) => o.value === value)!.label });
+    }
+    // The simulator sends the battery state as a numeric string, as real firmware does.
+    should(simulator.value(addressOf('batteryState'))).be.a.String();
+    const time = expectedValue(simulator, addressOf('calibrationStartTime')) as number;
+    should(payload.calibrationStartTime).eql({ value: time, label: formatHourMinute(time) });
+    should(payload.calibrationStartTime).eql(describeValue(addressOf('calibrationStartTime'), time));
+    should(payload.batterySoc).equal(expectedValue(simulator, addressOf('batterySoc')));
+  });
+
+  it('reads the points of msg.points instead of the picked ones: names, addresses or a string', async function () {
+    simulator = await startSimulator({ timeScale: 0 });
+    await load(simulator, [reader({ points: ['serialNumber'] })]);
+    const messages = collect('out');
+    const read = helper.getNode('read1');
+    read.receive({ points: ['batterySoc', 'batteryPower'], tag: 'names' });
+    read.receive({ points: [addressOf('batterySoc'), String(addressOf('meterPower'))], tag: 'addresses' });
+    read.receive({ points: ' batterySoc, 6000 ,', tag: 'string' });
+    await until(() => messages.length === 3, 5000, 'three messages');
+    const byTag = Object.fromEntries(messages.map((m) => [m.tag, m]));
+    should(Object.keys(byTag.names.payload)).eql(['batterySoc', 'batteryPower']);
+    // A catalogue address comes out under its point name.
+    should(Object.keys(byTag.addresses.payload)).eql(['batterySoc', 'meterPower']);
+    should(Object.keys(byTag.string.payload)).eql(['batterySoc', readPointByAddress(6000)!.name]);
+    for (const msg of messages) {
+      for (const [name, value] of Object.entries(msg.payload)) should(value).equal(expectedValue(simulator, addressOf(name)));
+    }
+    // The three reads waited together and went out as one request.
+    should(simulator.stats.byOperation['Vendor.GetData']).equal(1);
+  });
+
+  it('sends an invalid msg.points to Catch, naming the field and what is allowed, and asks the device nothing', async function () {
+    simulator = await startSimulator();
+    await load(simulator, [reader()]);
+    const read = helper.getNode('read1');
+    const caught = collect('caught');
+    const outputs = collect('out');
+    const before = simulator.stats.requests;
+    const invalid: unknown[] = [['batterySoc', 'noSuchPoint'], [70000], { batterySoc: true }, ' , ', [], ['controlPower']];
+    for (const points of invalid) read.receive({ points });
+    await until(() => caught.length === invalid.length, 5000, 'every error');
+    await sleep(300);
+
+    for (const msg of caught) {
+      should(msg.error.code).equal('INVALID_VALUE');
+      should(msg.error.source.id).equal('read1');
+      should(msg.error.message).match(/Invalid msg\.points: got .*, allowed is /);
+    }
+    const messages = caught.map((m) => m.error.message as string);
+    should(messages[0]).containEql('"noSuchPoint"');
+    should(messages[1]).containEql('70000');
+    // A write point is no read point.
+    should(messages[5]).containEql('"controlPower"');
+    should(outputs).have.length(0);
+    should(simulator.stats.requests).equal(before);
+    should(lastStatus(read)).eql({ fill: 'red', shape: 'ring', text: 'invalid value' });
+  });
+
+  it('lists points the device leaves out in msg.missing and warns about them once', async function () {
+    simulator = await startSimulator({ timeScale: 0 });
+    const pack2 = addressOf('pack2Soc');
+    should(simulator.isUnsupported(pack2)).be.true();
+    // 65000 is no catalogue address: the device leaves it out too, and it is named by its address.
+    await load(simulator, [reader({ points: ['batterySoc', 'pack2Soc', 65000] })]);
+    const read = helper.getNode('read1');
+    const messages = collect('out');
+    read.receive({});
+    await until(() => messages.length === 1, 5000, 'first read');
+    read.receive({});
+    await until(() => messages.length === 2, 5000, 'second read');
+
+    for (const msg of messages) {
+      should(msg.payload).eql({ batterySoc: expectedValue(simulator, addressOf('batterySoc')) });
+      should(msg.missing).eql(['pack2Soc', '65000']);
+    }
+    should(callsOf(read, 'warn')).eql([[text('localbattery-read.warn.missing', { points: 'pack2Soc, 65000' })]]);
+    should(lastStatus(read)!.text).startWith(text('localbattery-read.status.readOne', { time: '' }));
+  });
+
+  it('only on change: suppresses a repeat, and in split mode sends only the points that changed', async function () {
+    simulator = await startSimulator({ timeScale: 0 });
+    const names = ['batterySoc', 'backupSoc'];
+    await load(
+      simulator,
+      [
+        reader({ points: names, onlyChange: true }),
+        reader({ id: 'read2', points: names, onlyChange: true, output: 'split', wires: [['out2']] }),
+      ],
+      [{ id: 'out2', type: 'helper' }],
+    );
+    const objects = collect('out');
+    const splits = collect('out2');
+    const read1 = helper.getNode('read1');
+    const read2 = helper.getNode('read2');
+    const reads = () => statusesOf(read1).filter((s) => readStatus.test(s.text ?? '')).length;
+    const trigger = async (count: number) => {
+      read1.receive({});
+      read2.receive({});
+      await until(() => reads() === count && statusesOf(read2).filter((s) => readStatus.test(s.text ?? '')).length === count, 5000, `read ${count}`);
+      await sleep(50);
+    };
+
+    await trigger(1);
+    should(objects).have.length(1);
+    should(splits.map((m) => m.topic)).eql(names);
+
+    await trigger(2);
+    should(objects).have.length(1);
+    should(splits).have.length(2);
+    should(lastStatus(read1)).have.properties({ fill: 'green', shape: 'ring' });
+
+    const client = (helper.getNode('device1') as unknown as { client: DeviceClient }).client;
+    const backup = Number(simulator.value(addressOf('backupSoc')));
+    await client.write('backupSocSetting', backup < 50 ? backup + 5 : backup - 5);
+    const changed = expectedValue(simulator, addressOf('backupSoc'));
+    should(changed).not.equal(backup);
+
+    await trigger(3);
+    should(objects).have.length(2);
+    should(objects[1].payload).eql({ batterySoc: expectedValue(simulator, addressOf('batterySoc')), backupSoc: changed });
+    should(splits).have.length(3);
+    should(splits[2]).have.properties({ topic: 'backupSoc', payload: changed });
+  });
+
+  it('polls at its interval without any input', async function () {
+    simulator = await startSimulator({ timeScale: 0 });
+    const started = Date.now();
+    await load(simulator, [reader({ points: ['batterySoc', 'batteryPower'], interval: 1 })]);
+    const messages = collect('out');
+    const times: number[] = [];
+    helper.getNode('out').on('input', () => times.push(Date.now() - started));
+    await until(() => messages.length >= 3, 5000, 'three polls');
+    for (const msg of messages) {
+      should(msg.payload).eql({
+        batterySoc: expectedValue(simulator, addressOf('batterySoc')),
+        batteryPower: expectedValue(simulator, addressOf('batteryPower')),
+      });
+      should(msg._msgid).be.a.String();
+    }
+    should(new Set(messages.map((m) => m._msgid)).size).equal(messages.length);
+    // The first read comes right after deploy, the next ones about a second apart.
+    should(times[0]).be.below(1000);
+    should(times[2] - times[1]).be.within(800, 1300);
+    console.log(`      polls at ${times.slice(0, 3).join(', ')} ms after deploy`);
+  });
+
+  it('skips a poll tick while the previous poll still waits for the device', async function () {
+    simulator = await startSimulator({ timeScale: 0, slowDelayMs: 1700 });
+    simulator.setFault('slow', 2);
+    await load(simulator, [reader({ interval: 1 })]);
+    const client = (helper.getNode('device1') as unknown as { client: DeviceClient }).client;
+    const messages = collect('out');
+    let maxQueue = 0;
+    const started = Date.now();
+    while (Date.now() - started < 4500) {
+      maxQueue = Math.max(maxQueue, client.queueSize);
+      await sleep(20);
+    }
+    // Two slow answers (1.7 s each) with ticks every second: the ticks meanwhile were skipped, not queued.
+    should(maxQueue).equal(1);
+    should(messages.length).be.within(2, 3);
+    should(simulator.stats.byOperation['Vendor.GetData']).equal(messages.length);
+    should(simulator.stats.violations).eql([]);
+  });
+
+  it('sends a device failure to Catch with its code and shows it red, then recovers', async function () {
+    simulator = await startSimulator({ timeScale: 0 });
+    await load(simulator, [reader()]);
+    const read = helper.getNode('read1');
+    simulator.setFault('http500', 1);
+    const caught = nextInput(helper.getNode('caught'));
+    read.receive({ payload: 'first' });
+    const failure = await caught;
+    should(failure.payload).equal('first');
+    should(failure.error).have.properties({ code: 'HTTP_STATUS' });
+    should(failure.error.message).match(/HTTP 500/);
+    should(lastStatus(read)).eql({ fill: 'red', shape: 'ring', text: 'http status' });
+
+    const output = nextInput(helper.getNode('out'));
+    read.receive({ payload: 'second' });
+    should((await output).payload).eql({ batterySoc: expectedValue(simulator, addressOf('batterySoc')) });
+    const statuses = statusesOf(read);
+    const red = statuses.findIndex((s) => s.fill === 'red');
+    const green = statuses.findIndex((s, i) => i > red && s.fill === 'green' && readStatus.test(s.text ?? ''));
+    should(red).be.above(-1);
+    should(green).be.above(red);
+    should(lastStatus(read)).have.properties({ fill: 'green', shape: 'dot' });
+  });
+
+  it('sends a poll failure to Catch as well, and keeps polling', async function () {
+    simulator = await startSimulator({ timeScale: 0 });
+    simulator.setFault('http503', 1);
+    await load(simulator, [reader({ interval: 1 })]);
+    const read = helper.getNode('read1');
+    const caught = nextInput(helper.getNode('caught'));
+    const output = nextInput(helper.getNode('out'));
+    const failure = await caught;
+    should(failure.error).have.properties({ code: 'HTTP_STATUS' });
+    should(failure.error.source.id).equal('read1');
+    should(failure._msgid).be.a.String();
+    should((await output).payload).eql({ batterySoc: expectedValue(simulator, addressOf('batterySoc')) });
+    const statuses = statusesOf(read);
+    const red = statuses.findIndex((s) => s.fill === 'red');
+    should(red).be.above(-1);
+    should(statuses.findIndex((s, i) => i > red && s.fill === 'green' && readStatus.test(s.text ?? ''))).be.above(red);
+  });
+
+  it('reports an invalid configuration at start and on input, and does not poll', async function () {
+    simulator = await startSimulator();
+    await load(simulator, [
+      reader({ points: ['batterySoc', 'noSuchPoint'], interval: 1 }),
+      reader({ id: 'read2', interval: '0.5' }),
+      reader({ id: 'read3', points: [] }),
+      reader({ id: 'read4', device: '', interval: 1 }),
+    ]);
+    const invalid = { fill: 'red', shape: 'ring', text: text('localbattery-read.status.invalid') };
+    should(callsOf(helper.getNode('read1'), 'error')[0][0]).match(/Invalid points: got "noSuchPoint", allowed is/);
+    should(callsOf(helper.getNode('read2'), 'error')[0][0]).match(/Invalid interval: got "0.5", allowed is empty or 0/);
+    should(callsOf(helper.getNode('read3'), 'error')[0][0]).match(/Invalid points: got \[\]/);
+    for (const id of ['read1', 'read2', 'read3']) should(lastStatus(helper.getNode(id))).eql(invalid);
+    should(lastStatus(helper.getNode('read4'))).eql({ fill: 'red', shape: 'ring', text: text('localbattery-read.errors.noDevice') });
+
+    const caught = collect('caught');
+    for (const id of ['read1', 'read2', 'read3', 'read4']) helper.getNode(id).receive({});
+    await until(() => caught.length === 4, 5000, 'four errors');
+    should(caught.map((m) => m.error.source.id).sort()).eql(['read1', 'read2', 'read3', 'read4']);
+    should(caught.find((m) => m.error.source.id === 'read4').error.message).equal(`Error: ${text('localbattery-read.errors.noDevice')}`);
+    await sleep(1300);
+    should(simulator.stats.requests).equal(0);
+  });
+
+  it('stops on redeploy while a poll is in flight: nothing after close, no timer, no unhandled rejection', async function () {
+    simulator = await startSimulator({ timeScale: 0, slowDelayMs: 1500 });
+    simulator.setFault('slow');
+    const rejections: unknown[] = [];
+    const onRejection = (reason: unknown) => rejections.push(reason);
+    process.on('unhandledRejection', onRejection);
+    try {
+      await load(simulator, [reader({ interval: 1 })]);
+      const read: any = helper.getNode('read1');
+      let closed = false;
+      const afterClose: string[] = [];
+      for (const method of ['send', 'status', 'error', 'warn'] as const) {
+        const original = read[method];
+        read[method] = function (this: unknown, ...args: unknown[]) {
+          if (closed) afterClose.push(method);
+          return original.apply(this, args);
+        };
+      }
+      read.on('close', () => {
+        closed = true;
+      });
+      await until(() => simulator.stats.requests === 1, 3000, 'a poll in flight');
+      await helper.unload();
+      const requests = simulator.stats.requests;
+      await sleep(2500);
+      should(afterClose).eql([]);
+      should(rejections).eql([]);
+      should(simulator.stats.requests).equal(requests);
+    } finally {
+      process.off('unhandledRejection', onRejection);
+    }
+  });
+
+  it('load: twenty nodes polling one device every second share few requests, with no violations', async function () {
+    this.timeout(20000);
+    simulator = await startSimulator();
+    const supported = READ_POINTS.filter((p) => !simulator.isUnsupported(p.address));
+    const readers = Array.from({ length: 20 }, (_, i) =>
+      reader({ id: `load${i}`, points: [supported[2 * i].name, supported[2 * i + 1].name], interval: 1, wires: [[`out${i}`]] }),
+    );
+    await load(simulator, readers, readers.map((_, i) => ({ id: `out${i}`, type: 'helper' })));
+    const received = readers.map((_, i) => collect(`out${i}`));
+    const client = (helper.getNode('device1') as unknown as { client: DeviceClient }).client;
+    let maxQueue = 0;
+    const started = Date.now();
+    while (Date.now() - started < 5000) {
+      maxQueue = Math.max(maxQueue, client.queueSize);
+      await sleep(20);
+    }
+    await helper.unload();
+
+    const stats = simulator.stats;
+    const nodeReads = received.reduce((sum, list) => sum + list.length, 0);
+    console.log(
+      `      20 nodes, 5 s: ${nodeReads} node reads (per node ${received.map((l) => l.length).join('/')}), ` +
+        `${stats.requests} device requests (${JSON.stringify(stats.byOperation)}), max ${stats.maxAddressesPerRead} addresses per request, ` +
+        `max queue ${maxQueue}, violations ${stats.violations.length}`,
+    );
+    received.forEach((list, i) => {
+      should(list.length).be.above(2, `load${i} got ${list.length} reads`);
+      const names = readers[i].points as string[];
+      for (const msg of list) {
+        should(Object.keys(msg.payload)).eql(names);
+        for (const name of names) should(msg.payload[name]).not.be.undefined();
+      }
+    });
+    should(stats.violations).eql([]);
+    should(stats.protocolErrors).eql([]);
+    should(stats.requests * 10).be.belowOrEqual(nodeReads);
+    // Each node has at most one poll waiting: ticks are skipped, never queued.
+    should(maxQueue).be.belowOrEqual(20);
+  });
+});
