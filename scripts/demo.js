@@ -11,7 +11,7 @@ const root = path.join(__dirname, '..');
 const userDir = path.join(root, '.demo');
 const pkg = require('../package.json');
 const DEMO_PASSWORD = 'demo-pass-1';
-const DEMO_EXAMPLES = ['monitoring.json', 'zero-feed-in.json'];
+const DEMO_EXAMPLES = ['Monitoring.json', 'Zero feed-in.json'];
 
 function freePort(preferred) {
   return new Promise((resolve) => {

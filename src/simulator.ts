@@ -17,6 +17,7 @@ import {
   WRITE_POINTS,
   pointByName,
   validateWrite,
+  validateWriteValue,
   writePointByAddress,
   type ReadPoint,
   type WritePoint,
@@ -45,6 +46,8 @@ export interface SimulatorOptions {
   firmware?: string;
   advertisedIp?: string;
   slowDelayMs?: number;
+  /** Working mode at start (1, 4 or 5), default 1: 5 leaves the battery idle, so the meter shows the whole house. */
+  workingMode?: number;
 }
 
 export interface Violation {
@@ -215,6 +218,10 @@ export class DeviceSimulator {
       const name = write.readAs ?? write.name;
       const initial = INITIAL_SETTINGS[name] ?? (write.enum ? write.enum[0].value + (write.readValueOffset ?? 0) : write.min ?? 0);
       this.settingsByName.set(name, initial);
+    }
+    if (options.workingMode !== undefined) {
+      const mode = pointByName('workingModeSetting') as WritePoint;
+      this.settingsByName.set('workingMode', validateWriteValue(mode, options.workingMode, 'workingMode'));
     }
     this.controlSettings = this.standbyControl();
     this.step(0);
