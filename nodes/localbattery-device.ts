@@ -1,0 +1,166 @@
+/**
+ * Config node: one device (address and credentials). Holds the shared client that every flow node of
+ * this device uses, pushes the connection state to their status, and serves the editor's admin routes.
+ */
+import type { Node, NodeAPI, NodeDef, NodeStatus } from 'node-red';
+import type { Request, Response } from 'express';
+import { catalogueJson } from '../src/catalogue';
+import { ClientPool, type Lease } from '../src/client-pool';
+import { DEFAULTS, type ClientOptions, type ConnectionState } from '../src/client';
+import { discover } from '../src/discovery';
+import { ValidationError } from '../src/errors';
+import { describeError } from './shared';
+
+interface DeviceDef extends NodeDef {
+  host: string;
+  port: string | number;
+  username: string;
+  namespace: string;
+  minInterval: string | number;
+  timeout: string | number;
+}
+
+interface DeviceCredentials {
+  password?: string;
+}
+
+/** The editor shows this in place of a stored password it does not know. */
+const STORED_PASSWORD = '__PWRD__';
+
+const pool = new ClientPool();
+
+function optionsFrom(settings: Partial<Record<keyof DeviceDef, unknown>>, password: string | undefined): ClientOptions {
+  const number = (value: unknown, fallback: number) => (value === undefined || value === '' ? fallback : Number(value));
+  return {
+    host: String(settings.host ?? '').trim(),
+    port: number(settings.port, DEFAULTS.port),
+    username: String(settings.username || DEFAULTS.username),
+    password: password ?? '',
+    namespace: String(settings.namespace || DEFAULTS.namespace),
+    minIntervalMs: number(settings.minInterval, DEFAULTS.minIntervalMs),
+    timeoutMs: number(settings.timeout, DEFAULTS.timeoutMs),
+  };
+}
+
+export = function (RED: NodeAPI) {
+  function statusOf(state: ConnectionState): NodeStatus {
+    switch (state) {
+      case 'ok':
+        return { fill: 'green', shape: 'dot', text: RED._('localbattery-device.status.connected') };
+      case 'unauthorized':
+        return { fill: 'red', shape: 'ring', text: RED._('localbattery-device.status.unauthorized') };
+      case 'default-password':
+        return { fill: 'red', shape: 'ring', text: RED._('localbattery-device.status.defaultPassword') };
+      case 'unreachable':
+        return { fill: 'red', shape: 'ring', text: RED._('localbattery-device.status.unreachable') };
+      case 'error':
+        return { fill: 'yellow', shape: 'ring', text: RED._('localbattery-device.status.error') };
+      default:
+        return {};
+    }
+  }
+
+  function DeviceNode(this: Node<DeviceCredentials> & Record<string, unknown>, def: DeviceDef) {
+    RED.nodes.createNode(this, def);
+    const node = this;
+    const users = new Set<Node>();
+    let lease: Lease | undefined;
+    node.configError = undefined;
+    node.client = undefined;
+
+    try {
+      const options = optionsFrom(def, node.credentials?.password);
+      lease = pool.acquire(options);
+      node.client = lease.client;
+      if (pool.clientsFor(options.host, options.port) > 1) node.warn(RED._('localbattery-device.warn.sharedDevice', { host: options.host }));
+    } catch (error) {
+      node.configError = (error as Error).message;
+      node.error(node.configError);
+    }
+
+    const onState = (state: ConnectionState) => {
+      const status = statusOf(state);
+      for (const user of users) user.status(status);
+    };
+    lease?.client.on('state', onState);
+
+    node.register = (user: Node) => {
+      users.add(user);
+      if (node.configError) user.status({ fill: 'red', shape: 'ring', text: RED._('localbattery-device.status.invalid') });
+      else if (lease && lease.client.state !== 'unknown' && lease.client.state !== 'ok') user.status(statusOf(lease.client.state));
+    };
+    node.deregister = (user: Node) => {
+      users.delete(user);
+    };
+
+    node.on('close', (done: () => void) => {
+      users.clear();
+      lease?.client.off('state', onState);
+      lease?.release();
+      lease = undefined;
+      node.client = undefined;
+      done();
+    });
+  }
+
+  RED.nodes.registerType('localbattery-device', DeviceNode as unknown as Parameters<NodeAPI['nodes']['registerType']>[1], {
+    credentials: { password: { type: 'password' } },
+  });
+
+  // Admin routes for the editor. The request bodies may carry passwords: never log them.
+  const read = RED.auth.needsPermission('localbattery-device.read');
+  const write = RED.auth.needsPermission('localbattery-device.write');
+
+  RED.httpAdmin.get('/localbattery/catalogue', read, (_req: Request, res: Response) => {
+    res.json(catalogueJson());
+  });
+
+  RED.httpAdmin.post('/localbattery/discover', write, async (req: Request, res: Response) => {
+    const warnings: string[] = [];
+    const listenMs = Math.min(Math.max(Number(req.body?.listenMs) || 3000, 500), 15000);
+    const target = typeof req.body?.target === 'string' && req.body.target.trim() ? req.body.target.trim() : undefined;
+    const port = Number(req.body?.port) || undefined;
+    try {
+      const devices = await discover({ target, port, listenMs, onWarning: (message) => warnings.push(message) });
+      res.json({ devices, warnings });
+    } catch (error) {
+      // discover() rejects only for invalid options, i.e. a bad request.
+      res.status(error instanceof ValidationError ? 400 : 500).json({ error: describeError(error) });
+    }
+  });
+
+  /** Settings from the editor, with the stored password of node `id` where the editor sent the placeholder. */
+  function editorOptions(body: Record<string, unknown>, passwordField: string): ClientOptions {
+    let password = typeof body[passwordField] === 'string' ? (body[passwordField] as string) : '';
+    // Only a device configuration's own password: any other node's secret must not go to a host the request names.
+    if ((password === STORED_PASSWORD || password === '') && typeof body.id === 'string' && RED.nodes.getNode(body.id)?.type === 'localbattery-device') {
+      password = (RED.nodes.getCredentials(body.id) as DeviceCredentials | undefined)?.password ?? '';
+    }
+    return optionsFrom(body as Partial<Record<keyof DeviceDef, unknown>>, password);
+  }
+
+  RED.httpAdmin.post('/localbattery/test', write, async (req: Request, res: Response) => {
+    let lease: Lease | undefined;
+    try {
+      lease = pool.acquire(editorOptions(req.body ?? {}, 'password'));
+      res.json({ device: await lease.client.getDeviceInfo() });
+    } catch (error) {
+      res.status(400).json({ error: describeError(error) });
+    } finally {
+      lease?.release();
+    }
+  });
+
+  RED.httpAdmin.post('/localbattery/set-password', write, async (req: Request, res: Response) => {
+    let lease: Lease | undefined;
+    try {
+      lease = pool.acquire(editorOptions(req.body ?? {}, 'currentPassword'));
+      await lease.client.changePassword(String(req.body?.newPassword ?? ''));
+      res.json({ result: true });
+    } catch (error) {
+      res.status(400).json({ error: describeError(error) });
+    } finally {
+      lease?.release();
+    }
+  });
+};

@@ -1,0 +1,100 @@
+/**
+ * Device info node: on input, Sys.GetConfig; `msg.payload` = the device object, plus the clock and the
+ * runtime in handier forms (date, utcOffset, uptime).
+ */
+import type { Node, NodeAPI, NodeDef, NodeMessageInFlow } from 'node-red';
+import type { DeviceInfo } from '../src/client';
+import { clientOf, deviceOf, errorStatus } from './shared';
+
+interface InfoDef extends NodeDef {
+  device: string;
+}
+
+interface InfoPayload extends DeviceInfo {
+  /** `time_stamp` as an ISO 8601 instant (UTC), if the device sent one. */
+  date?: string;
+  /** Minutes the device's wall clock (`time`) is ahead of UTC (`time_stamp`), rounded to a quarter hour. */
+  utcOffset?: number;
+  /** `run_time` as text, e.g. "3d 4h 5m". */
+  uptime?: string;
+}
+
+/** `time` ("2024-05-01 12:34:56") as milliseconds, read as if it were UTC; undefined if it has another shape. */
+function wallClockMs(time: unknown): number | undefined {
+  const match = typeof time === 'string' ? /^(\d{4})[-/.](\d{1,2})[-/.](\d{1,2})[ T](\d{1,2}):(\d{2})(?::(\d{2}))?/.exec(time.trim()) : null;
+  if (!match) return undefined;
+  const [year, month, day, hour, minute, second] = match.slice(1).map((part) => Number(part ?? 0));
+  const ms = Date.UTC(year, month - 1, day, hour, minute, second);
+  return Number.isFinite(ms) ? ms : undefined;
+}
+
+function uptimeText(seconds: number): string {
+  const s = Math.floor(seconds);
+  const [d, h, m, sec] = [Math.floor(s / 86400), Math.floor((s % 86400) / 3600), Math.floor((s % 3600) / 60), s % 60];
+  if (d > 0) return `${d}d ${h}h ${m}m`;
+  if (h > 0) return `${h}h ${m}m`;
+  if (m > 0) return `${m}m ${sec}s`;
+  return `${sec}s`;
+}
+
+/** The device object with date, utcOffset and uptime added where its members allow. */
+function describeInfo(info: DeviceInfo): InfoPayload {
+  const payload: InfoPayload = { ...info };
+  const stamp = typeof info.time_stamp === 'string' ? Number(info.time_stamp) : info.time_stamp;
+  if (typeof stamp === 'number' && Number.isFinite(stamp) && stamp > 0) {
+    payload.date = new Date(stamp * 1000).toISOString();
+    const wall = wallClockMs(info.time);
+    if (wall !== undefined) payload.utcOffset = Math.round((wall - stamp * 1000) / 900000) * 15;
+  }
+  const runTime = typeof info.run_time === 'string' ? Number(info.run_time) : info.run_time;
+  if (typeof runTime === 'number' && Number.isFinite(runTime) && runTime >= 0) payload.uptime = uptimeText(runTime);
+  return payload;
+}
+
+function register(RED: NodeAPI) {
+  function InfoNode(this: Node, config: InfoDef) {
+    RED.nodes.createNode(this, config);
+    const node = this;
+    const missing = RED._('localbattery-info.errors.noDevice');
+    const device = deviceOf(RED, node, config.device, missing);
+    device?.register(node);
+    let closed = false;
+
+    node.on('input', (msg: NodeMessageInFlow, send, done) => {
+      const fail = (error: unknown) => {
+        if (closed) return;
+        node.status(errorStatus(error));
+        done(error as Error);
+      };
+      let request: Promise<DeviceInfo>;
+      try {
+        // A missing or invalid config keeps the status that already says so.
+        if (!device) throw new Error(missing);
+        request = clientOf(device).getDeviceInfo();
+      } catch (error) {
+        done(error as Error);
+        return;
+      }
+      node.status({ fill: 'blue', shape: 'ring', text: RED._('localbattery-info.status.requesting') });
+      request.then((info) => {
+        if (closed) return;
+        const text = [info.type, info.fw].filter((part) => typeof part === 'string' && part !== '').join(' · ');
+        node.status({ fill: 'green', shape: 'dot', text: text || RED._('localbattery-info.status.ok') });
+        msg.payload = describeInfo(info);
+        send(msg);
+        done();
+      }, fail);
+    });
+
+    node.on('close', (_removed: boolean, done: () => void) => {
+      closed = true;
+      device?.deregister(node);
+      done();
+    });
+  }
+
+  RED.nodes.registerType('localbattery-info', InfoNode);
+}
+
+// describeInfo rides along for unit tests of the odd shapes the simulator never sends.
+export = Object.assign(register, { describeInfo });

@@ -1,0 +1,410 @@
+/**
+ * The config node: one shared client per device, connection status pushed to every user, the editor's admin
+ * routes (and their permissions), and redeploys while requests are in flight.
+ */
+import * as dgram from 'node:dgram';
+import should from 'should';
+import deviceNode = require('../nodes/localbattery-device');
+import infoNode = require('../nodes/localbattery-info');
+import passwordNode = require('../nodes/localbattery-password');
+import { READ_POINTS, WRITE_POINTS } from '../src/catalogue';
+import { DeviceClient } from '../src/client';
+import type { DeviceSimulator } from '../src/simulator';
+import { PASSWORD, deviceConfig, helper, startSimulator } from './support';
+import { inEnglish, lastStatus, nextInput, sleep, statusesOf, text, textKeysOf, until } from './node-support';
+
+type Middleware = ((req: { headers: Record<string, string> }, res: any, next: () => void) => void) & { permission?: string };
+
+/**
+ * Stands in for RED.auth.needsPermission (the test helper's own passes everything): records which permission
+ * each route asked for, and refuses a request that carries `x-test-deny`, as the real one refuses a user who
+ * lacks the permission.
+ */
+function needsPermission(permission: string): Middleware {
+  const middleware: Middleware = (req, res, next) => {
+    if (req.headers['x-test-deny']) res.status(401).end();
+    else next();
+  };
+  middleware.permission = permission;
+  return middleware;
+}
+
+const auth = { needsPermission };
+const nodes = [inEnglish(deviceNode, { auth }), inEnglish(infoNode), inEnglish(passwordNode)];
+const IDENTITY = { serialNumber: 'SIMDEV0000000099', model: 'SIM-1600', firmware: 'V1.3.0A_R006.072_SIM_00000039' };
+
+function info(id: string, device = 'device1', out = `${id}-out`) {
+  return [
+    { id, type: 'localbattery-info', device, wires: [[out]] },
+    { id: out, type: 'helper' },
+  ];
+}
+
+const catcher = [
+  { id: 'catch1', type: 'catch', scope: null, uncaught: false, wires: [['caught']] },
+  { id: 'caught', type: 'helper' },
+];
+
+/** The helper's admin app, where the routes live. */
+function adminRoutes(): { path: string; method: string; stack: { handle: Middleware }[] }[] {
+  const app = (helper as unknown as { _httpAdmin: { _router: { stack: { route?: any }[] } } })._httpAdmin;
+  return app._router.stack
+    .filter((layer) => layer.route && String(layer.route.path).startsWith('/localbattery/'))
+    .map((layer) => ({ path: layer.route.path, method: Object.keys(layer.route.methods)[0], stack: layer.route.stack }));
+}
+
+describe('localbattery-device config node', function () {
+  let simulator: DeviceSimulator;
+
+  before(async function () {
+    await helper.startServer();
+  });
+
+  after(async function () {
+    await helper.stopServer();
+  });
+
+  afterEach(async function () {
+    await helper.unload();
+    await simulator?.stop();
+  });
+
+  describe('shared client', function () {
+    it('gives every node of a device one client, even across two configs with the same settings', async function () {
+      simulator = await startSimulator(IDENTITY);
+      const first = deviceConfig(simulator, 'device1');
+      const second = deviceConfig(simulator, 'device2');
+      await helper.load(nodes, [first.node, second.node, ...info('info1'), ...info('info2'), ...info('info3', 'device2')], {
+        ...first.credentials,
+        ...second.credentials,
+      });
+      const client = helper.getNode('device1').client;
+      should(client).be.an.instanceOf(DeviceClient);
+      should(helper.getNode('device2').client).equal(client);
+
+      const outputs = ['info1-out', 'info2-out', 'info3-out'].map((id) => nextInput(helper.getNode(id)));
+      for (const id of ['info1', 'info2', 'info3']) helper.getNode(id).receive({});
+      const msgs = await Promise.all(outputs);
+      for (const msg of msgs) should(msg.payload.sn).equal(IDENTITY.serialNumber);
+      // One queue: three requests, one at a time, a second apart.
+      should(simulator.stats.byOperation['Sys.GetConfig']).equal(3);
+      should(simulator.stats.violations).eql([]);
+      should(client.requestCount).equal(3);
+    });
+
+    it('warns when another config with other settings talks to the same device', async function () {
+      simulator = await startSimulator();
+      const first = deviceConfig(simulator, 'device1');
+      const second = deviceConfig(simulator, 'device2', { timeout: 3000 });
+      await helper.load(nodes, [first.node, second.node], { ...first.credentials, ...second.credentials });
+      should(helper.getNode('device2').client).not.equal(helper.getNode('device1').client);
+      const warned = helper
+        .log()
+        .getCalls()
+        .map((call: { args: [{ msg?: unknown }] }) => String(call.args[0].msg));
+      should(warned).containEql(text('localbattery-device.warn.sharedDevice', { host: '127.0.0.1' }));
+    });
+  });
+
+  describe('connection status', function () {
+    it('tells every user about a wrong or default password', async function () {
+      simulator = await startSimulator({ password: 'not-the-one' });
+      const device = deviceConfig(simulator);
+      await helper.load(nodes, [device.node, ...info('info1'), ...info('info2'), ...catcher], device.credentials);
+      const caught = nextInput(helper.getNode('caught'));
+      helper.getNode('info1').receive({});
+      should((await caught).error.code).equal('UNAUTHORIZED');
+      const expected = { fill: 'red', shape: 'ring', text: text('localbattery-device.status.defaultPassword') };
+      // info2 sent nothing and still learns it; info1 saw it before its own error status.
+      should(lastStatus(helper.getNode('info2'))).eql(expected);
+      should(statusesOf(helper.getNode('info1'))).containEql(expected);
+    });
+
+    it('tells every user when a password that worked stops working, and shows it to a node added later', async function () {
+      simulator = await startSimulator();
+      const device = deviceConfig(simulator);
+      const flow = [device.node, ...info('info1'), ...info('info2'), ...catcher];
+      await helper.load(nodes, flow, device.credentials);
+      const ok = nextInput(helper.getNode('info1-out'));
+      helper.getNode('info1').receive({});
+      await ok;
+      should(lastStatus(helper.getNode('info2'))).eql({ fill: 'green', shape: 'dot', text: text('localbattery-device.status.connected') });
+
+      // Someone else changes the password.
+      await sleep(1000);
+      const other = new DeviceClient({ host: '127.0.0.1', port: simulator.port, password: PASSWORD });
+      await other.changePassword('changed-else');
+      other.close();
+      await sleep(1000);
+
+      const caught = nextInput(helper.getNode('caught'));
+      helper.getNode('info1').receive({});
+      should((await caught).error.code).equal('UNAUTHORIZED');
+      const unauthorized = { fill: 'red', shape: 'ring', text: text('localbattery-device.status.unauthorized') };
+      should(lastStatus(helper.getNode('info2'))).eql(unauthorized);
+
+      // A node deployed later (config node unchanged) shows the known state at once.
+      await helper.setFlows([...flow, ...info('info3')], 'nodes', device.credentials);
+      should(lastStatus(helper.getNode('info3'))).eql(unauthorized);
+    });
+
+    it('tells every user when the device is unreachable', async function () {
+      simulator = await startSimulator();
+      const device = deviceConfig(simulator);
+      await helper.load(nodes, [device.node, ...info('info1'), ...info('info2'), ...catcher], device.credentials);
+      simulator.setFault('offline');
+      await simulator.ready();
+      const caught = nextInput(helper.getNode('caught'));
+      helper.getNode('info1').receive({});
+      should((await caught).error.code).equal('UNREACHABLE');
+      should(lastStatus(helper.getNode('info2'))).eql({ fill: 'red', shape: 'ring', text: text('localbattery-device.status.unreachable') });
+    });
+
+    it('marks users of an invalid config', async function () {
+      simulator = await startSimulator();
+      const device = deviceConfig(simulator, 'device1', { host: '' });
+      await helper.load(nodes, [device.node, ...info('info1')], device.credentials);
+      should(helper.getNode('device1').client).be.undefined();
+      should(helper.getNode('device1').configError).match(/host/);
+      should(lastStatus(helper.getNode('info1'))).eql({ fill: 'red', shape: 'ring', text: text('localbattery-device.status.invalid') });
+    });
+  });
+
+  describe('admin routes', function () {
+    it('are all behind RED.auth.needsPermission: read for the catalogue, write for the rest', async function () {
+      simulator = await startSimulator();
+      await helper.load(nodes, []);
+      const routes = adminRoutes();
+      should(routes.map((r) => `${r.method} ${r.path} ${r.stack[0].handle.permission}`).sort()).eql([
+        'get /localbattery/catalogue localbattery-device.read',
+        'post /localbattery/discover localbattery-device.write',
+        'post /localbattery/set-password localbattery-device.write',
+        'post /localbattery/test localbattery-device.write',
+      ]);
+      // The permission check is the first handler, so a refused user reaches nothing.
+      for (const route of routes) {
+        const call = helper.request()[route.method](route.path).set('x-test-deny', '1').send({ host: '127.0.0.1', port: simulator.port, target: '127.0.0.1' });
+        await call.expect(401);
+      }
+      should(simulator.stats.requests).equal(0);
+      should(simulator.stats.udpQueries).equal(0);
+    });
+
+    it('GET /localbattery/catalogue returns the point catalogue', async function () {
+      await helper.load(nodes, []);
+      const res = await helper.request().get('/localbattery/catalogue').expect(200);
+      should(res.body.read).have.length(READ_POINTS.length);
+      should(res.body.write).have.length(WRITE_POINTS.length);
+      should(res.body.read.map((p: { address: number }) => p.address)).eql(READ_POINTS.map((p) => p.address));
+      should(res.body.write.map((p: { name: string }) => p.name)).eql(WRITE_POINTS.map((p) => p.name));
+      for (const point of res.body.write) should(point.allowed).be.a.String().and.not.be.empty();
+    });
+
+    it('POST /localbattery/test answers with the device info, using the stored password for __PWRD__', async function () {
+      simulator = await startSimulator(IDENTITY);
+      const device = deviceConfig(simulator);
+      await helper.load(nodes, [device.node], device.credentials);
+      const { host, port, username, namespace, minInterval, timeout } = device.node;
+      const res = await helper
+        .request()
+        .post('/localbattery/test')
+        .send({ id: 'device1', host, port, username, namespace, minInterval, timeout, password: '__PWRD__' })
+        .expect(200);
+      should(res.body.device).have.properties({ sn: IDENTITY.serialNumber, type: IDENTITY.model, fw: IDENTITY.firmware });
+      // Same settings as the running config: the editor's test went through the flows' queue.
+      should(helper.getNode('device1').client.requestCount).equal(1);
+    });
+
+    it('POST /localbattery/test reports a wrong password as 400 without echoing it, and never borrows another node\'s secret', async function () {
+      simulator = await startSimulator();
+      const device = deviceConfig(simulator);
+      // A node of another type whose credential happens to be the device password.
+      const other = { id: 'pw1', type: 'localbattery-password', device: 'device1', source: 'field', wires: [] };
+      await helper.load(nodes, [device.node, other], { ...device.credentials, pw1: { password: PASSWORD } });
+      const wrong = await helper.request().post('/localbattery/test').send({ host: '127.0.0.1', port: simulator.port, password: 'typo-pass-7' }).expect(400);
+      should(wrong.body.error.code).equal('UNAUTHORIZED');
+      should(JSON.stringify(wrong.body)).not.containEql('typo-pass-7');
+
+      const borrowed = await helper.request().post('/localbattery/test').send({ id: 'pw1', host: '127.0.0.1', port: simulator.port, password: '__PWRD__' }).expect(400);
+      should(borrowed.body.error.code).equal('UNAUTHORIZED');
+      should(JSON.stringify(borrowed.body)).not.containEql(PASSWORD);
+    });
+
+    it('POST /localbattery/set-password sets the first password of a device with its default password', async function () {
+      simulator = await startSimulator({ password: undefined, defaultPassword: 'factory-pw' });
+      should(simulator.hasDefaultPassword).be.true();
+      await helper.load(nodes, []);
+      const res = await helper
+        .request()
+        .post('/localbattery/set-password')
+        .send({ host: '127.0.0.1', port: simulator.port, username: 'opend', currentPassword: 'factory-pw', newPassword: 'first-own-pw' })
+        .expect(200);
+      should(res.body).eql({ result: true });
+      should(simulator.hasDefaultPassword).be.false();
+      should(simulator.password).equal('first-own-pw');
+    });
+
+    it('POST /localbattery/set-password answers a bad request with a clear 400 that holds no password', async function () {
+      simulator = await startSimulator({ password: undefined, defaultPassword: 'factory-pw' });
+      await helper.load(nodes, []);
+      const base = { host: '127.0.0.1', port: simulator.port };
+      const cases: [Record<string, unknown>, RegExp][] = [
+        [{ currentPassword: 'factory-pw', newPassword: 'seventeen-bytes-x' }, /new password.*17 bytes.*1 to 16 bytes/],
+        [{ currentPassword: 'factory-pw', newPassword: '' }, /new password/],
+        [{ currentPassword: 'factory-pw' }, /new password/],
+        [{ newPassword: 'good-new-pw' }, /current password/],
+        [{ host: '', currentPassword: 'factory-pw', newPassword: 'good-new-pw' }, /host/],
+      ];
+      for (const [body, message] of cases) {
+        const res = await helper.request().post('/localbattery/set-password').send({ ...base, ...body }).expect(400);
+        should(res.body.error.code).equal('INVALID_VALUE');
+        should(res.body.error.message).match(message);
+        for (const secret of ['factory-pw', 'seventeen-bytes-x', 'good-new-pw']) should(JSON.stringify(res.body)).not.containEql(secret);
+      }
+      should(simulator.stats.requests).equal(0);
+
+      // A wrong current password reaches the device, which refuses.
+      const refused = await helper
+        .request()
+        .post('/localbattery/set-password')
+        .send({ ...base, currentPassword: 'wrong-current', newPassword: 'good-new-pw' })
+        .expect(400);
+      should(refused.body.error.code).equal('UNAUTHORIZED');
+      should(JSON.stringify(refused.body)).not.containEql('wrong-current');
+      should(simulator.hasDefaultPassword).be.true();
+    });
+
+    describe('POST /localbattery/discover', function () {
+      const originalSend = dgram.Socket.prototype.send;
+      before(function () {
+        // Never a broadcast from a test: anything not for loopback fails here.
+        (dgram.Socket.prototype as unknown as { send: (...args: unknown[]) => void }).send = function (this: dgram.Socket, ...args: unknown[]) {
+          const address = args.find((arg, index) => index > 0 && typeof arg === 'string');
+          if (typeof address !== 'string' || !address.startsWith('127.')) throw new Error(`test tried to send UDP to ${String(address)}`);
+          return (originalSend as (...a: unknown[]) => void).apply(this, args);
+        };
+      });
+      after(function () {
+        dgram.Socket.prototype.send = originalSend;
+      });
+
+      it('finds the simulator at the target and port given', async function () {
+        simulator = await startSimulator({ udpPort: 0, ...IDENTITY });
+        await helper.load(nodes, []);
+        const res = await helper.request().post('/localbattery/discover').send({ target: '127.0.0.1', port: simulator.udpPort, listenMs: 500 }).expect(200);
+        should(res.body.devices.map((d: { sn: string; ip: string }) => [d.sn, d.ip])).eql([[IDENTITY.serialNumber, '127.0.0.1']]);
+        should(res.body.warnings).be.an.Array();
+        should(simulator.stats.udpQueries).equal(1);
+      });
+
+      it('answers an invalid port with 400', async function () {
+        simulator = await startSimulator({ udpPort: 0 });
+        await helper.load(nodes, []);
+        const res = await helper.request().post('/localbattery/discover').send({ target: '127.0.0.1', port: 70000 }).expect(400);
+        should(res.body.error.code).equal('INVALID_VALUE');
+        should(simulator.stats.udpQueries).equal(0);
+      });
+    });
+  });
+
+  describe('redeploy while requests are in flight', function () {
+    const rejections: unknown[] = [];
+    const onRejection = (reason: unknown) => rejections.push(reason);
+    const timers = () => process.getActiveResourcesInfo().filter((r) => r === 'Timeout').length;
+
+    beforeEach(function () {
+      rejections.length = 0;
+      process.on('unhandledRejection', onRejection);
+    });
+
+    afterEach(function () {
+      process.off('unhandledRejection', onRejection);
+    });
+
+    /** Counts what the nodes do from now on, on the instances themselves (the helper's spies go with unload). */
+    function watch(ids: string[]): { calls: string[] } {
+      const record = { calls: [] as string[] };
+      for (const id of ids) {
+        const node = helper.getNode(id);
+        for (const method of ['send', 'error', 'warn', 'status'] as const) {
+          const original = (node[method] as (...args: unknown[]) => unknown).bind(node);
+          node[method] = (...args: unknown[]) => {
+            record.calls.push(`${id}.${method}`);
+            return original(...args);
+          };
+        }
+      }
+      return record;
+    }
+
+    /** One request held by the device (started beforehand), two more waiting in the queue. */
+    async function busyFlow(): Promise<{ client: DeviceClient; record: { calls: string[] }; flow: any[]; credentials: Record<string, unknown> }> {
+      simulator.setFault('timeout', 1);
+      const device = deviceConfig(simulator, 'device1', { timeout: 10000 });
+      const flow = [device.node, ...info('info1'), ...info('info2'), ...catcher];
+      await helper.load(nodes, flow, device.credentials);
+      const client: DeviceClient = helper.getNode('device1').client;
+      helper.getNode('info1').receive({});
+      helper.getNode('info2').receive({});
+      helper.getNode('info1').receive({});
+      await until(() => simulator.stats.requests === 1 && client.queueSize === 2, 2000, 'one request held, two waiting');
+      return { client, record: watch(['info1', 'info2', 'info1-out', 'info2-out', 'caught']), flow, credentials: device.credentials };
+    }
+
+    it('stopping the flows: nothing happens after close, no rejection, no timer left', async function () {
+      simulator = await startSimulator();
+      const baseline = timers();
+      const { client, record } = await busyFlow();
+      should(timers()).be.above(baseline); // the time-out of the held request, the queue's wake-up
+      await helper.unload();
+      await sleep(100);
+      should(client.queueSize).equal(0);
+      should(record.calls).eql([]);
+      should(rejections).eql([]);
+      should(timers()).not.be.above(baseline);
+      // Closed for good: nothing more goes out.
+      should(simulator.stats.requests).equal(1);
+      await client.getDeviceInfo().then(
+        () => should.fail(null, null, 'a closed client answered'),
+        (error: { code?: string }) => should(error.code).equal('CLOSED'),
+      );
+    });
+
+    it('a full redeploy: the old nodes stay silent and the new ones work', async function () {
+      simulator = await startSimulator();
+      const { client, record, flow, credentials } = await busyFlow();
+      const renamed = flow.map((n) => (n.id === 'info1' ? { ...n, name: 'renamed' } : n));
+      await helper.setFlows(renamed, 'full', credentials);
+      should(client.queueSize).equal(0);
+      const fresh: DeviceClient = helper.getNode('device1').client;
+      should(fresh).not.equal(client);
+
+      const output = nextInput(helper.getNode('info1-out'));
+      helper.getNode('info1').receive({});
+      should((await output).payload.sn).be.a.String();
+      await sleep(100);
+      should(record.calls).eql([]);
+      should(rejections).eql([]);
+    });
+
+    // Known gap in the core (src/client-pool.ts), reported: a full redeploy closes the client and the pool makes a
+    // new one that does not know when the old one last sent, so its first request may come sooner than 1 s after.
+    it.skip('a full redeploy keeps the 1 s interval between the old client and the new one', async function () {
+      simulator = await startSimulator();
+      const { flow, credentials } = await busyFlow();
+      await helper.setFlows(flow, 'full', credentials);
+      const output = nextInput(helper.getNode('info1-out'));
+      helper.getNode('info1').receive({});
+      await output;
+      should(simulator.stats.violations).eql([]);
+    });
+  });
+
+  it('has the same texts in en-US and de, every text it names, and a help page', function () {
+    const { english, german, used, help } = textKeysOf('localbattery-device');
+    should(german.sort()).eql(english.sort());
+    should(used).not.be.empty();
+    for (const key of used) should(english).containEql(key);
+    should(help).containEql('data-help-name="localbattery-device"');
+  });
+});

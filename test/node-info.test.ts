@@ -1,0 +1,160 @@
+/** The device info node against the simulator. */
+import should from 'should';
+import deviceNode = require('../nodes/localbattery-device');
+import infoNode = require('../nodes/localbattery-info');
+import type { DeviceSimulator } from '../src/simulator';
+import { deviceConfig, helper, startSimulator } from './support';
+import { inEnglish, lastStatus, nextInput, statusesOf, text, textKeysOf } from './node-support';
+
+const IDENTITY = { serialNumber: 'SIMINFO000000042', model: 'SIM-2400', firmware: 'V9.8.7_TEST_00000001' };
+
+const nodes = [inEnglish(deviceNode), inEnglish(infoNode)];
+
+function flow(simulator: DeviceSimulator, extra: Record<string, unknown> = {}) {
+  const device = deviceConfig(simulator, 'device1', extra);
+  return {
+    flow: [
+      device.node as Record<string, unknown>,
+      { id: 'info1', type: 'localbattery-info', device: 'device1', wires: [['out']] },
+      { id: 'out', type: 'helper' },
+      { id: 'catch1', type: 'catch', scope: null, uncaught: false, wires: [['caught']] },
+      { id: 'caught', type: 'helper' },
+    ],
+    credentials: device.credentials,
+  };
+}
+
+describe('localbattery-info node', function () {
+  let simulator: DeviceSimulator;
+  const originalTz = process.env.TZ;
+
+  afterEach(async function () {
+    process.env.TZ = originalTz;
+    if (originalTz === undefined) delete process.env.TZ;
+    await helper.unload();
+    await simulator?.stop();
+  });
+
+  it('outputs the device object with date, utcOffset and uptime, reusing the msg', async function () {
+    // A zone with a half-hour offset shows that utcOffset is measured, not assumed.
+    process.env.TZ = 'Asia/Kolkata';
+    simulator = await startSimulator(IDENTITY);
+    const { flow: nodesFlow, credentials } = flow(simulator);
+    await helper.load(nodes, nodesFlow, credentials);
+    const info = helper.getNode('info1');
+    const output = nextInput(helper.getNode('out'));
+    info.receive({ payload: 'go', topic: 'keep me' });
+    const msg = await output;
+
+    should(msg.topic).equal('keep me');
+    const p = msg.payload;
+    should(p).have.properties({ type: IDENTITY.model, sn: IDENTITY.serialNumber, fw: IDENTITY.firmware });
+    should(p.hostname).be.a.String();
+    should(p.mac).match(/^([0-9a-f]{2}:){5}[0-9a-f]{2}$/);
+    should(p.time).match(/^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}$/);
+    should(p.time_stamp).be.a.Number();
+    should(p.run_time).be.a.Number().and.not.below(0);
+    should(p.timezone).equal(5.5);
+    should(p.date).equal(new Date(p.time_stamp * 1000).toISOString());
+    should(Math.abs(Date.parse(p.date) - Date.now())).be.below(5000);
+    should(p.utcOffset).equal(330);
+    should(p.uptime).equal(`${p.run_time}s`);
+    should(simulator.stats.byOperation['Sys.GetConfig']).equal(1);
+
+    // The config node reports the connection to every user, then the node shows what it got.
+    should(statusesOf(info)).eql([
+      { fill: 'blue', shape: 'ring', text: text('localbattery-info.status.requesting') },
+      { fill: 'green', shape: 'dot', text: text('localbattery-device.status.connected') },
+      { fill: 'green', shape: 'dot', text: `${IDENTITY.model} · ${IDENTITY.firmware}` },
+    ]);
+  });
+
+  it('sends a wrong password to Catch with the error code, and shows it', async function () {
+    simulator = await startSimulator({ password: 'another-secret' });
+    const { flow: nodesFlow, credentials } = flow(simulator);
+    await helper.load(nodes, nodesFlow, credentials);
+    const info = helper.getNode('info1');
+    const caught = nextInput(helper.getNode('caught'));
+    let outputs = 0;
+    helper.getNode('out').on('input', () => outputs++);
+    info.receive({ payload: 1 });
+    const msg = await caught;
+
+    should(msg.error.code).equal('UNAUTHORIZED');
+    should(msg.error.source.id).equal('info1');
+    should(msg.error.message).match(/401/);
+    should(outputs).equal(0);
+    should(lastStatus(info)).eql({ fill: 'red', shape: 'ring', text: 'unauthorized' });
+    // The config node told this user first, with the more precise text.
+    should(statusesOf(info).map((s) => s.text)).containEql(text('localbattery-device.status.defaultPassword'));
+  });
+
+  it('reports an unreachable device to Catch', async function () {
+    simulator = await startSimulator();
+    const { flow: nodesFlow, credentials } = flow(simulator);
+    await simulator.stop();
+    await helper.load(nodes, nodesFlow, credentials);
+    const caught = nextInput(helper.getNode('caught'));
+    helper.getNode('info1').receive({});
+    const msg = await caught;
+    should(msg.error.code).equal('UNREACHABLE');
+    should(lastStatus(helper.getNode('info1'))).eql({ fill: 'red', shape: 'ring', text: 'unreachable' });
+  });
+
+  it('reports a missing device configuration at start and on input', async function () {
+    simulator = await startSimulator();
+    const { flow: nodesFlow, credentials } = flow(simulator);
+    nodesFlow[1] = { ...nodesFlow[1], device: '' };
+    await helper.load(nodes, nodesFlow, credentials);
+    const info = helper.getNode('info1');
+    should(lastStatus(info)).eql({ fill: 'red', shape: 'ring', text: text('localbattery-info.errors.noDevice') });
+    const caught = nextInput(helper.getNode('caught'));
+    info.receive({});
+    should((await caught).error.message).equal(`Error: ${text('localbattery-info.errors.noDevice')}`);
+    should(lastStatus(info)).eql({ fill: 'red', shape: 'ring', text: text('localbattery-info.errors.noDevice') });
+    should(simulator.stats.requests).equal(0);
+  });
+
+  it('reports an invalid device configuration on input, sending nothing', async function () {
+    simulator = await startSimulator();
+    const { flow: nodesFlow, credentials } = flow(simulator, { minInterval: 10 });
+    await helper.load(nodes, nodesFlow, credentials);
+    const info = helper.getNode('info1');
+    should(lastStatus(info)).eql({ fill: 'red', shape: 'ring', text: text('localbattery-device.status.invalid') });
+    const caught = nextInput(helper.getNode('caught'));
+    info.receive({});
+    should((await caught).error.message).match(/minimum interval/);
+    should(lastStatus(info)).eql({ fill: 'red', shape: 'ring', text: text('localbattery-device.status.invalid') });
+    should(simulator.stats.requests).equal(0);
+  });
+
+  describe('describeInfo', function () {
+    const { describeInfo } = infoNode;
+
+    it('leaves out what the members do not allow', function () {
+      should(describeInfo({ type: 'X' })).eql({ type: 'X' });
+      // No time_stamp: the wall clock alone has no zone, so no date.
+      should(describeInfo({ time: '2024-05-01 12:00:00' })).eql({ time: '2024-05-01 12:00:00' });
+      const odd = describeInfo({ time: 'noon', time_stamp: 1714557600 });
+      should(odd.date).equal('2024-05-01T10:00:00.000Z');
+      should(odd).not.have.property('utcOffset');
+      should(describeInfo({ time_stamp: 0, run_time: -1 })).eql({ time_stamp: 0, run_time: -1 });
+    });
+
+    it('reads numeric strings and writes the uptime in words', function () {
+      const info = describeInfo({ time: '2024-05-01 12:00:00', time_stamp: '1714557600', run_time: '90061' } as never);
+      should(info).have.properties({ date: '2024-05-01T10:00:00.000Z', utcOffset: 120, uptime: '1d 1h 1m' });
+      should(describeInfo({ run_time: 3725 }).uptime).equal('1h 2m');
+      should(describeInfo({ run_time: 125 }).uptime).equal('2m 5s');
+      should(describeInfo({ time: '2024-05-01 04:30:00', time_stamp: 1714557600 }).utcOffset).equal(-330);
+    });
+  });
+
+  it('has the same texts in en-US and de, every text it names, and a help page', function () {
+    const { english, german, used, help } = textKeysOf('localbattery-info');
+    should(german.sort()).eql(english.sort());
+    should(used).not.be.empty();
+    for (const key of used) should(english).containEql(key);
+    should(help).containEql('data-help-name="localbattery-info"');
+  });
+});
