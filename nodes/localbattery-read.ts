@@ -135,19 +135,19 @@ export = function (RED: NodeAPI) {
       if (onlyChange && changed.length === 0) return [];
       const payload: Record<string, unknown> = {};
       const units: Record<string, string> = {};
-      const points: Record<string, { address: number; label?: string; unit?: string; category?: string }> = {};
+      const metadata: Record<string, { address: number; label?: string; unit?: string; category?: string }> = {};
       for (const reading of readings) {
         const point = readPointByAddress(reading.address);
         payload[reading.key] = output(reading);
         if (point?.unit) units[reading.key] = point.unit;
-        points[reading.key] = point
+        metadata[reading.key] = point
           ? { address: reading.address, label: point.label, ...(point.unit ? { unit: point.unit } : {}), category: point.category }
           : { address: reading.address };
         lastSent.set(reading.key, reading.value);
       }
       msg.payload = payload;
       msg.units = units;
-      msg.points = points;
+      msg.metadata = metadata;
       msg.missing = missing;
       return [msg];
     }

@@ -84,7 +84,7 @@ describe('localbattery-read node', function () {
     for (const name of withUnits) should(msg.units[name]).equal(readPointByAddress(addressOf(name))!.unit);
     for (const name of names) {
       const point = readPointByAddress(addressOf(name))!;
-      should(msg.points[name]).eql({ address: point.address, label: point.label, ...(point.unit ? { unit: point.unit } : {}), category: point.category });
+      should(msg.metadata[name]).eql({ address: point.address, label: point.label, ...(point.unit ? { unit: point.unit } : {}), category: point.category });
     }
     should(msg.missing).eql([]);
     should(simulator.stats.byOperation['Vendor.GetData']).equal(1);
@@ -104,8 +104,8 @@ describe('localbattery-read node', function () {
     should(Object.keys(msg.payload)).eql([...keys].sort((a, b) => Number(a) - Number(b)));
     for (const key of keys) should(msg.payload[key]).equal(expectedValue(simulator, Number(key)));
     should(msg.units).eql({ [keys[0]]: '%', [keys[1]]: readPointByAddress(Number(keys[1]))!.unit });
-    should(Object.keys(msg.points).sort()).eql([...keys].sort());
-    should(msg.points[keys[0]].label).equal(readPointByAddress(Number(keys[0]))!.label);
+    should(Object.keys(msg.metadata).sort()).eql([...keys].sort());
+    should(msg.metadata[keys[0]].label).equal(readPointByAddress(Number(keys[0]))!.label);
   });
 
   it('sends one message per point in split mode, with the topic prefix and the point name as topic', async function () {
