@@ -22,7 +22,7 @@ import {
   ValidationError,
 } from './errors';
 import { checkPassword, encryptPassword } from './password-crypto';
-import { RequestScheduler, type RequestContext, type WriteStatus } from './scheduler';
+import { RequestScheduler, deviceLine, type RequestContext, type WriteStatus } from './scheduler';
 import { exchange, type HttpAnswer } from './transport';
 
 export const DEFAULTS = {
@@ -128,6 +128,7 @@ export class DeviceClient extends EventEmitter {
     }
     this.scheduler = new RequestScheduler({
       minIntervalMs: this.minIntervalMs,
+      line: deviceLine(this.host, this.port),
       maxQueue: options.maxQueue ?? DEFAULTS.maxQueue,
       maxAddressesPerRead: MAX_ADDRESSES_PER_READ,
       readBatch: (addresses, context) => this.getData(addresses, context),

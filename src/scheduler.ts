@@ -5,8 +5,90 @@
  * - waiting reads are merged into as few GetData requests as the address limit allows;
  * - writes (and other commands) go before reads; a newer write to an address replaces a waiting one;
  * - the queue is bounded, and close() rejects whatever waits and aborts what is in flight.
+ * The spacing itself is kept by a DeviceLine that every scheduler of one device shares, so that two clients
+ * (two configurations, or the old and new client across a redeploy) never overlap either.
  */
 import { ClientClosedError, QueueFullError } from './errors';
+
+/**
+ * Starts are spaced by a few milliseconds more than the minimum, because the device measures arrival
+ * times and connection set-up time varies a little from one request to the next.
+ */
+const ARRIVAL_JITTER_MS = 15;
+
+/** One device's request line: one request at a time, starts at least the interval apart. */
+export class DeviceLine {
+  private lastStart = -Infinity;
+  private holder: object | undefined;
+  private readonly waiting: (() => void)[] = [];
+
+  /** Milliseconds until a request could start after the last one, at this interval. */
+  delayFor(minIntervalMs: number): number {
+    return Math.max(0, this.lastStart + minIntervalMs + ARRIVAL_JITTER_MS - performance.now());
+  }
+
+  /** Waits until the line is free and the interval has passed, then holds it for `holder`. */
+  async acquire(holder: object, minIntervalMs: number, signal: AbortSignal): Promise<void> {
+    while (this.holder !== undefined) {
+      await this.wait((resolve) => {
+        this.waiting.push(resolve);
+        return () => this.waiting.splice(this.waiting.indexOf(resolve) >>> 0, 1);
+      }, signal);
+    }
+    this.holder = holder;
+    try {
+      let delay: number;
+      while ((delay = this.delayFor(minIntervalMs)) > 0) {
+        await this.wait((resolve) => {
+          const timer = setTimeout(resolve, delay);
+          return () => clearTimeout(timer);
+        }, signal);
+      }
+    } catch (error) {
+      this.release(holder);
+      throw error;
+    }
+    this.lastStart = performance.now();
+  }
+
+  release(holder: object): void {
+    if (this.holder !== holder) return;
+    this.holder = undefined;
+    this.waiting.shift()?.();
+  }
+
+  /** Resolves when `start` calls back; on abort, undoes what `start` set up and rejects with CLOSED. */
+  private wait(start: (resolve: () => void) => () => void, signal: AbortSignal): Promise<void> {
+    return new Promise<void>((resolve, reject) => {
+      if (signal.aborted) {
+        reject(new ClientClosedError());
+        return;
+      }
+      const onAbort = () => {
+        undo();
+        reject(new ClientClosedError());
+      };
+      const undo = start(() => {
+        signal.removeEventListener('abort', onAbort);
+        resolve();
+      });
+      signal.addEventListener('abort', onAbort, { once: true });
+    });
+  }
+}
+
+const lines = new Map<string, DeviceLine>();
+
+/** The line of the device at host:port, shared by every client in this process. */
+export function deviceLine(host: string, port: number): DeviceLine {
+  const key = `${host.trim().toLowerCase()}:${port}`;
+  let line = lines.get(key);
+  if (!line) {
+    line = new DeviceLine();
+    lines.set(key, line);
+  }
+  return line;
+}
 
 /** Handed to each executor: `gate` waits for the next allowed start (call it before every request). */
 export interface RequestContext {
@@ -16,6 +98,8 @@ export interface RequestContext {
 
 export interface SchedulerOptions {
   minIntervalMs: number;
+  /** The device's line; a scheduler of its own by default. */
+  line?: DeviceLine;
   maxQueue: number;
   maxAddressesPerRead: number;
   /** One GetData request for these addresses; resolves with the answer object. */
@@ -48,18 +132,12 @@ interface CommandJob {
   reject: (error: Error) => void;
 }
 
-/**
- * Starts are spaced by a few milliseconds more than the minimum, because the device measures arrival
- * times and connection set-up time varies a little from one request to the next.
- */
-const ARRIVAL_JITTER_MS = 15;
-
 export class RequestScheduler {
   private readonly options: SchedulerOptions;
   private readonly commands: CommandJob[] = [];
   private readonly reads: ReadJob[] = [];
   private readonly abort = new AbortController();
-  private lastStart = -Infinity;
+  private readonly line: DeviceLine;
   private running = false;
   private closed = false;
   private wakeTimer: NodeJS.Timeout | undefined;
@@ -70,6 +148,7 @@ export class RequestScheduler {
 
   constructor(options: SchedulerOptions) {
     this.options = options;
+    this.line = options.line ?? new DeviceLine();
   }
 
   get size(): number {
@@ -154,8 +233,12 @@ export class RequestScheduler {
         // Wait before choosing the job, so reads that arrive meanwhile join the batch and writes overtake them.
         await this.sleepUntilAllowed();
         if (this.closed) break;
-        if (this.commands.length > 0) await this.runCommand(this.commands.shift()!);
-        else await this.runReadBatch();
+        try {
+          if (this.commands.length > 0) await this.runCommand(this.commands.shift()!);
+          else await this.runReadBatch();
+        } finally {
+          this.line.release(this);
+        }
       }
     } finally {
       this.running = false;
@@ -164,16 +247,16 @@ export class RequestScheduler {
 
   private readonly context: RequestContext = {
     gate: async () => {
-      await this.sleepUntilAllowed();
-      if (this.closed) throw new ClientClosedError();
-      this.lastStart = performance.now();
+      // A second request of one job (a digest challenge's answer) queues on the line like any other.
+      this.line.release(this);
+      await this.line.acquire(this, this.options.minIntervalMs, this.abort.signal);
       this.requestCount++;
     },
     signal: this.abort.signal,
   };
 
   private sleepUntilAllowed(): Promise<void> {
-    const wait = this.lastStart + this.options.minIntervalMs + ARRIVAL_JITTER_MS - performance.now();
+    const wait = this.line.delayFor(this.options.minIntervalMs);
     if (wait <= 0 || this.closed) return Promise.resolve();
     return new Promise((resolve) => {
       this.wake = resolve;

@@ -230,6 +230,22 @@ describe('DeviceClient against the simulator', function () {
       await client.read([address('batterySoc')]).should.be.rejectedWith({ code: 'CLOSED' });
     });
 
+    it('keeps two clients of one device apart too (one line per device)', async () => {
+      const other = clientFor(simulator, { timeoutMs: 2500 });
+      try {
+        await Promise.all([
+          client.read([address('batterySoc')]),
+          other.read([address('batteryPower')]),
+          client.getDeviceInfo(),
+          other.write('lightSetting', 1),
+        ]);
+      } finally {
+        other.close();
+      }
+      simulator.stats.requests.should.equal(4);
+      simulator.stats.violations.should.be.empty();
+    });
+
     it('never goes below the one-second floor', () => {
       (() => clientFor(simulator, { minIntervalMs: 999 })).should.throw(/at least 1000 ms/);
     });
