@@ -49,7 +49,8 @@ function demoFlows(port) {
 async function main() {
   const simPort = await freePort(18080);
   const uiPort = await freePort(1880);
-  const simulator = new DeviceSimulator({ host: '127.0.0.1', port: simPort, udpPort: null, password: DEMO_PASSWORD, timeScale: 30 });
+  // Idle at start (mode 5), so the zero feed-in flow has something to do: it switches to real-time control.
+  const simulator = new DeviceSimulator({ host: '127.0.0.1', port: simPort, udpPort: null, password: DEMO_PASSWORD, timeScale: 30, workingMode: 5 });
   await simulator.start();
 
   fs.mkdirSync(path.join(userDir, 'node_modules', ...pkg.name.split('/').slice(0, -1)), { recursive: true });
