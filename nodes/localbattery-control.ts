@@ -19,7 +19,7 @@ import {
   type SentSetpoint,
 } from '../src/control';
 import { RefusedError, ValidationError } from '../src/errors';
-import { clientOf, deviceOf, errorStatus, timeOfDay } from './shared';
+import { deviceOf, serveDevice, timeOfDay } from './shared';
 
 interface ControlDef extends NodeDef {
   device: string;
@@ -56,9 +56,8 @@ export = function (RED: NodeAPI) {
   function ControlNode(this: Node, def: ControlDef) {
     RED.nodes.createNode(this, def);
     const node = this;
-    let closed = false;
-    const device = deviceOf(RED, node, def.device, RED._('localbattery-control.errors.noDevice'));
-    device?.register(node);
+    const missing = RED._('localbattery-control.errors.noDevice');
+    const device = deviceOf(RED, node, def.device, missing);
 
     const options: ControlOptions = {
       power: setting(def.power, CONTROL_DEFAULTS.power),
@@ -82,7 +81,7 @@ export = function (RED: NodeAPI) {
     let last: SentSetpoint | undefined;
 
     function status(value: NodeStatus): void {
-      if (!closed) node.status(value);
+      if (!life.closed) node.status(value);
     }
 
     function describe(command: ControlCommand): string {
@@ -158,9 +157,8 @@ export = function (RED: NodeAPI) {
       return { written: outcome.status === 'written', modeChanged };
     }
 
-    async function handle(msg: ControlMessage): Promise<ControlMessage | undefined> {
+    async function handle(msg: ControlMessage, client: DeviceClient): Promise<ControlMessage | undefined> {
       if (configError) throw configError;
-      const client = clientOf(device!);
       const command = parseControl(msg.payload, options);
       const now = Date.now();
       if (msg.force !== true && isRepeat(last, command, now, repeatSeconds * 1000)) {
@@ -186,30 +184,7 @@ export = function (RED: NodeAPI) {
       return output(msg, command, result.modeChanged, false);
     }
 
-    node.on('input', (msg, send, done) => {
-      if (!device) {
-        done(new Error(RED._('localbattery-control.errors.noDevice')));
-        return;
-      }
-      handle(msg as ControlMessage).then(
-        (out) => {
-          if (closed) return;
-          if (out) send(out);
-          done();
-        },
-        (error: Error) => {
-          if (closed) return;
-          node.status(errorStatus(error));
-          done(error);
-        },
-      );
-    });
-
-    node.on('close', (_removed: boolean, done: () => void) => {
-      closed = true;
-      device?.deregister(node);
-      done();
-    });
+    const life = serveDevice(node, device, missing, handle);
   }
 
   RED.nodes.registerType('localbattery-control', ControlNode);

@@ -2,9 +2,9 @@
  * Device info node: on input, Sys.GetConfig; `msg.payload` = the device object, plus the clock and the
  * runtime in handier forms (date, utcOffset, uptime).
  */
-import type { Node, NodeAPI, NodeDef, NodeMessageInFlow } from 'node-red';
+import type { Node, NodeAPI, NodeDef } from 'node-red';
 import type { DeviceInfo } from '../src/client';
-import { clientOf, deviceOf, errorStatus } from './shared';
+import { deviceOf, serveDevice } from './shared';
 
 interface InfoDef extends NodeDef {
   device: string;
@@ -57,39 +57,14 @@ function register(RED: NodeAPI) {
     const node = this;
     const missing = RED._('localbattery-info.errors.noDevice');
     const device = deviceOf(RED, node, config.device, missing);
-    device?.register(node);
-    let closed = false;
-
-    node.on('input', (msg: NodeMessageInFlow, send, done) => {
-      const fail = (error: unknown) => {
-        if (closed) return;
-        node.status(errorStatus(error));
-        done(error as Error);
-      };
-      let request: Promise<DeviceInfo>;
-      try {
-        // A missing or invalid config keeps the status that already says so.
-        if (!device) throw new Error(missing);
-        request = clientOf(device).getDeviceInfo();
-      } catch (error) {
-        done(error as Error);
-        return;
-      }
+    const life = serveDevice(node, device, missing, async (msg, client) => {
       node.status({ fill: 'blue', shape: 'ring', text: RED._('localbattery-info.status.requesting') });
-      request.then((info) => {
-        if (closed) return;
-        const text = [info.type, info.fw].filter((part) => typeof part === 'string' && part !== '').join(' · ');
-        node.status({ fill: 'green', shape: 'dot', text: text || RED._('localbattery-info.status.ok') });
-        msg.payload = describeInfo(info);
-        send(msg);
-        done();
-      }, fail);
-    });
-
-    node.on('close', (_removed: boolean, done: () => void) => {
-      closed = true;
-      device?.deregister(node);
-      done();
+      const info = await client.getDeviceInfo();
+      if (life.closed) return undefined;
+      const text = [info.type, info.fw].filter((part) => typeof part === 'string' && part !== '').join(' · ');
+      node.status({ fill: 'green', shape: 'dot', text: text || RED._('localbattery-info.status.ok') });
+      msg.payload = describeInfo(info);
+      return msg;
     });
   }
 

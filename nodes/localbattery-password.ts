@@ -5,10 +5,9 @@
  * tells the user to update it. The new password never appears in a msg, log, status or error.
  */
 import type { Node, NodeAPI, NodeDef, NodeMessageInFlow } from 'node-red';
-import type { DeviceClient } from '../src/client';
 import { ValidationError } from '../src/errors';
 import { checkPassword, MAX_PASSWORD_BYTES } from '../src/password-crypto';
-import { clientOf, deviceOf, errorStatus } from './shared';
+import { deviceOf, serveDevice } from './shared';
 
 interface PasswordDef extends NodeDef {
   device: string;
@@ -27,56 +26,33 @@ export = function (RED: NodeAPI) {
     const fromPayload = config.source === 'payload';
     const missing = RED._('localbattery-password.errors.noDevice');
     const device = deviceOf(RED, node, config.device, missing);
-    device?.register(node);
-    let closed = false;
-
-    node.on('input', (msg: NodeMessageInFlow, send, done) => {
-      const fail = (error: unknown) => {
-        if (closed) return;
-        node.status(errorStatus(error));
-        done(error as Error);
-      };
+    // The new password leaves the message before anything can fail: a Catch node gets a copy of the msg.
+    const take = (msg: NodeMessageInFlow): unknown => {
       const candidate: unknown = fromPayload ? msg.payload : node.credentials?.password;
-      // Gone before anything can go wrong: a Catch node gets a copy of this msg.
       if (fromPayload) delete msg.payload;
-      let client: DeviceClient;
-      try {
-        // A missing or invalid config keeps the status that already says so.
-        if (!device) throw new Error(missing);
-        client = clientOf(device);
-      } catch (error) {
-        done(error as Error);
-        return;
-      }
-      let change: Promise<void>;
-      try {
+      return candidate;
+    };
+    const life = serveDevice(
+      node,
+      device,
+      missing,
+      async (msg, client, candidate) => {
         const field = fromPayload ? 'new password (msg.payload)' : 'new password';
         if (candidate !== undefined && typeof candidate !== 'string') {
           throw new ValidationError(field, `(${typeof candidate})`, `a text of 1 to ${MAX_PASSWORD_BYTES} bytes`);
         }
         // Checked here as well as in the client, so the message names where the password came from.
         checkPassword(candidate, field);
-        change = client.changePassword(candidate);
-      } catch (error) {
-        fail(error);
-        return;
-      }
-      node.status({ fill: 'blue', shape: 'ring', text: RED._('localbattery-password.status.changing') });
-      change.then(() => {
-        if (closed) return;
+        node.status({ fill: 'blue', shape: 'ring', text: RED._('localbattery-password.status.changing') });
+        await client.changePassword(candidate);
+        if (life.closed) return undefined;
         node.status({ fill: 'yellow', shape: 'dot', text: RED._('localbattery-password.status.changed') });
-        node.warn(RED._('localbattery-password.warn.updateConfig', { device: device.name || device.id }));
+        node.warn(RED._('localbattery-password.warn.updateConfig', { device: device!.name || device!.id }));
         msg.payload = { result: true };
-        send(msg);
-        done();
-      }, fail);
-    });
-
-    node.on('close', (_removed: boolean, done: () => void) => {
-      closed = true;
-      device?.deregister(node);
-      done();
-    });
+        return msg;
+      },
+      take,
+    );
   }
 
   RED.nodes.registerType<Node<PasswordCredentials>, PasswordDef, unknown, PasswordCredentials>('localbattery-password', PasswordNode, {

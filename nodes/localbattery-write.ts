@@ -5,7 +5,8 @@
 import type { Node, NodeAPI, NodeDef, NodeMessageInFlow } from 'node-red';
 import { resolveWritePoint, validateWrite, type WritePoint } from '../src/catalogue';
 import { RefusedError, ValidationError } from '../src/errors';
-import { clientOf, deviceOf, errorStatus, timeOfDay } from './shared';
+import type { DeviceClient } from '../src/client';
+import { deviceOf, serveDevice, timeOfDay } from './shared';
 
 interface WriteDef extends NodeDef {
   device: string;
@@ -26,9 +27,8 @@ export = function (RED: NodeAPI) {
   function WriteNode(this: Node, def: WriteDef) {
     RED.nodes.createNode(this, def);
     const node = this;
-    let closed = false;
-    const device = deviceOf(RED, node, def.device, RED._('localbattery-write.errors.noDevice'));
-    device?.register(node);
+    const missing = RED._('localbattery-write.errors.noDevice');
+    const device = deviceOf(RED, node, def.device, missing);
 
     let configured: WritePoint | undefined;
     let configError: Error | undefined;
@@ -65,11 +65,10 @@ export = function (RED: NodeAPI) {
       return label ?? `${values[0]}${point.unit ? ' ' + point.unit : ''}`;
     }
 
-    async function handle(msg: WriteMessage): Promise<WriteMessage | undefined> {
-      const client = clientOf(device!);
+    async function handle(msg: WriteMessage, client: DeviceClient): Promise<WriteMessage | undefined> {
       const { point, fromMsg } = pointFor(msg);
       const values = validateWrite(point, await valueFor(msg));
-      if (closed) return undefined;
+      if (life.closed) return undefined;
       node.status({ fill: 'blue', shape: 'ring', text: RED._('localbattery-write.status.writing') });
       let result;
       try {
@@ -80,7 +79,7 @@ export = function (RED: NodeAPI) {
         const hint = point.realTimeOnly ? RED._('localbattery-write.errors.realTimeOnly') : '';
         throw new RefusedError(`the write of ${point.name} (address ${point.address}) = ${JSON.stringify(values.length > 1 ? values : values[0])}`, hint, point.address, values);
       }
-      if (closed) return undefined;
+      if (life.closed) return undefined;
       if (result.status === 'superseded') {
         node.status({ fill: 'yellow', shape: 'ring', text: RED._('localbattery-write.status.superseded') });
         return undefined;
@@ -99,30 +98,7 @@ export = function (RED: NodeAPI) {
       return msg;
     }
 
-    node.on('input', (msg, send, done) => {
-      if (!device) {
-        done(new Error(RED._('localbattery-write.errors.noDevice')));
-        return;
-      }
-      handle(msg as WriteMessage).then(
-        (out) => {
-          if (closed) return;
-          if (out) send(out);
-          done();
-        },
-        (error: Error) => {
-          if (closed) return;
-          node.status(errorStatus(error));
-          done(error);
-        },
-      );
-    });
-
-    node.on('close', (_removed: boolean, done: () => void) => {
-      closed = true;
-      device?.deregister(node);
-      done();
-    });
+    const life = serveDevice(node, device, missing, handle);
   }
 
   RED.nodes.registerType('localbattery-write', WriteNode);

@@ -1,5 +1,5 @@
 /** Glue shared by the node adapters: the config node's interface as flow nodes see it, and small helpers. */
-import type { Node, NodeStatus } from 'node-red';
+import type { Node, NodeMessage, NodeMessageInFlow, NodeStatus } from 'node-red';
 import type { DeviceClient } from '../src/client';
 import { DeviceError } from '../src/errors';
 
@@ -50,4 +50,52 @@ export function describeError(error: unknown): { message: string; code?: string;
 export function timeOfDay(): string {
   // 24-hour HH:MM:SS whatever the server's locale: statuses are narrow.
   return new Date().toTimeString().slice(0, 8);
+}
+
+/**
+ * The input life cycle the device nodes share: registers with the device; per message gets the client (a missing
+ * or invalid config fails with done(err) and leaves the status that already says so), runs `handle`, sends what
+ * it returns and calls done(), or shows the error and calls done(err); nothing happens after close.
+ * `take` runs first of all, for what must leave the message before anything can fail (a password).
+ */
+export function serveDevice<M extends NodeMessageInFlow, T = undefined>(
+  node: Node,
+  device: DeviceConfigNode | undefined,
+  missingText: string,
+  handle: (msg: M, client: DeviceClient, taken: T) => Promise<NodeMessage | undefined>,
+  take?: (msg: M) => T,
+): { readonly closed: boolean } {
+  const life = { closed: false };
+  device?.register(node);
+  node.on('input', (msg: NodeMessageInFlow, send: (msg: NodeMessage) => void, done: (error?: Error) => void) => {
+    const taken = take ? take(msg as M) : (undefined as T);
+    let client: DeviceClient;
+    try {
+      if (!device) throw new Error(missingText);
+      client = clientOf(device);
+    } catch (error) {
+      done(error as Error);
+      return;
+    }
+    Promise.resolve()
+      .then(() => handle(msg as M, client, taken))
+      .then(
+        (out) => {
+          if (life.closed) return;
+          if (out) send(out);
+          done();
+        },
+        (error: Error) => {
+          if (life.closed) return;
+          node.status(errorStatus(error));
+          done(error);
+        },
+      );
+  });
+  node.on('close', (_removed: boolean, done: () => void) => {
+    life.closed = true;
+    device?.deregister(node);
+    done();
+  });
+  return life;
 }
