@@ -64,41 +64,53 @@ export = function (RED: NodeAPI) {
     RED.nodes.createNode(this, def);
     const node = this;
     const users = new Set<Node>();
+    let options: ClientOptions | undefined;
     let lease: Lease | undefined;
     node.configError = undefined;
     node.client = undefined;
-
-    try {
-      const options = optionsFrom(def, node.credentials?.password);
-      lease = pool.acquire(options);
-      node.client = lease.client;
-      if (pool.clientsFor(options.host, options.port) > 1) node.warn(RED._('localbattery-device.warn.sharedDevice', { host: options.host }));
-    } catch (error) {
-      node.configError = (error as Error).message;
-      node.error(node.configError);
-    }
 
     const onState = (state: ConnectionState) => {
       const status = statusOf(state);
       for (const user of users) user.status(status);
     };
-    lease?.client.on('state', onState);
+    const acquire = () => {
+      if (lease || !options) return;
+      lease = pool.acquire(options);
+      lease.client.on('state', onState);
+      node.client = lease.client;
+    };
+    // Closes the client when no node uses it any more: what still waits is rejected, no timer is left.
+    const release = () => {
+      lease?.client.off('state', onState);
+      lease?.release();
+      lease = undefined;
+      node.client = undefined;
+    };
+
+    try {
+      options = optionsFrom(def, node.credentials?.password);
+      acquire();
+      if (pool.clientsFor(options.host, options.port) > 1) node.warn(RED._('localbattery-device.warn.sharedDevice', { host: options.host }));
+    } catch (error) {
+      options = undefined;
+      node.configError = (error as Error).message;
+      node.error(node.configError);
+    }
 
     node.register = (user: Node) => {
       users.add(user);
+      acquire();
       if (node.configError) user.status({ fill: 'red', shape: 'ring', text: RED._('localbattery-device.status.invalid') });
       else if (lease && lease.client.state !== 'unknown' && lease.client.state !== 'ok') user.status(statusOf(lease.client.state));
     };
     node.deregister = (user: Node) => {
       users.delete(user);
+      if (users.size === 0) release();
     };
 
     node.on('close', (done: () => void) => {
       users.clear();
-      lease?.client.off('state', onState);
-      lease?.release();
-      lease = undefined;
-      node.client = undefined;
+      release();
       done();
     });
   }

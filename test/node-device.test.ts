@@ -92,6 +92,26 @@ describe('localbattery-device config node', function () {
       should(client.requestCount).equal(3);
     });
 
+    it('closes the client when the last node leaves, and opens a new one when a node comes back', async function () {
+      simulator = await startSimulator(IDENTITY);
+      const device = deviceConfig(simulator, 'device1');
+      await helper.load(nodes, [device.node, ...info('info1'), ...info('info2')], device.credentials);
+      const config = helper.getNode('device1');
+      const client: DeviceClient = config.client;
+      await new Promise<void>((resolve) => helper.getNode('info1').close(false).then(resolve));
+      should(config.client).equal(client);
+      await new Promise<void>((resolve) => helper.getNode('info2').close(false).then(resolve));
+      should(config.client).be.undefined();
+      await client.getDeviceInfo().should.be.rejectedWith({ code: 'CLOSED' });
+
+      const comeback = { status: () => undefined } as unknown as Parameters<typeof config.register>[0];
+      config.register(comeback);
+      should(config.client).be.an.instanceOf(DeviceClient).and.not.equal(client);
+      should((await config.client.getDeviceInfo()).sn).equal(IDENTITY.serialNumber);
+      config.deregister(comeback);
+      should(simulator.stats.violations).eql([]);
+    });
+
     it('warns when another config with other settings talks to the same device', async function () {
       simulator = await startSimulator();
       const first = deviceConfig(simulator, 'device1');
