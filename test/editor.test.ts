@@ -1,0 +1,529 @@
+/**
+ * End-to-end test of the node editors in a real browser: Debian's chromium (driven by playwright-core) against a real
+ * Node-RED 4.1 run as a child process with this package, and the simulator as the device. Everything listens on
+ * 127.0.0.1 and the browser may not fetch anything from anywhere else.
+ *
+ * The steps share one editor page and run in order: palette, read picker, write, control and set-password
+ * validation, the device configuration dialog, deploy, help, and finally the page's error log. A step that fails
+ * leaves no dialog open for the next; the hooks stop browser, Node-RED and simulator and remove the user directory.
+ * Without chromium the test is skipped, except on CI (env CI set), where it fails.
+ */
+import fs from 'node:fs';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { spawn, type ChildProcess } from 'node:child_process';
+import should from 'should';
+import { chromium, type Browser, type Page } from 'playwright-core';
+import { DeviceSimulator } from '../src/simulator';
+import { READ_POINTS, WRITE_POINTS, describeAllowed, pointByName, type WritePoint } from '../src/catalogue';
+import { text } from './node-support';
+
+const ROOT = path.resolve(__dirname, '..', '..');
+const PKG = JSON.parse(fs.readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as { name: string };
+const CHROMIUM = process.env.CHROMIUM_PATH || '/usr/bin/chromium';
+const CHROMIUM_ARGS = ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'];
+const PASSWORD = 'e2e-secret-1';
+const MODEL = 'SIM-E2E-7';
+const SERIAL = 'E2E0000000004242';
+const FIRMWARE = 'V9.9.99_E2E';
+
+const FLOW_TYPES = ['localbattery-discover', 'localbattery-read', 'localbattery-write', 'localbattery-control', 'localbattery-info', 'localbattery-password'];
+/** The catalogue key of each flow node's palette label. */
+const PALETTE_LABEL_KEYS: Record<string, string> = {
+  'localbattery-discover': 'localbattery-discover.label.paletteLabel',
+  'localbattery-read': 'localbattery-read.paletteLabel',
+  'localbattery-write': 'localbattery-write.paletteLabel',
+  'localbattery-control': 'localbattery-control.paletteLabel',
+  'localbattery-info': 'localbattery-info.label.paletteLabel',
+  'localbattery-password': 'localbattery-password.label.paletteLabel',
+};
+
+const ID = {
+  tab: 'e2etab0000000001',
+  device: 'e2edevice0000001',
+  discover: 'e2ediscover00001',
+  read: 'e2eread000000001',
+  write: 'e2ewrite00000001',
+  control: 'e2econtrol000001',
+  info: 'e2einfo000000001',
+  password: 'e2epassword00001',
+};
+const INITIAL_POINTS = ['batterySoc', 'batteryPower'];
+
+const squash = (s: string) => s.replace(/\s+/g, ' ').trim();
+const escapeRegExp = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+
+function writePoint(name: string): WritePoint {
+  const point = pointByName(name);
+  if (!point || point.direction !== 'write') throw new Error(`no write point ${name}`);
+  return point;
+}
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = net.createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as net.AddressInfo;
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+function flows(simulatorPort: number): Record<string, unknown>[] {
+  const at = (x: number, y: number) => ({ z: ID.tab, x, y, wires: [] as unknown[] });
+  return [
+    { id: ID.tab, type: 'tab', label: 'Editor test' },
+    { id: ID.device, type: 'localbattery-device', name: 'Simulator', host: '127.0.0.1', port: simulatorPort, username: 'opend', namespace: 'Vendor', minInterval: 1000, timeout: 5000 },
+    { id: ID.discover, type: 'localbattery-discover', name: '', target: '127.0.0.1', listenTime: 1, port: 8099, localPort: 0, ...at(200, 80), wires: [[], []] },
+    { id: ID.read, type: 'localbattery-read', name: '', device: ID.device, points: INITIAL_POINTS, interval: 2, output: 'object', topicPrefix: '', decode: false, onlyChange: false, ...at(200, 160), wires: [[]] },
+    { id: ID.write, type: 'localbattery-write', name: '', device: ID.device, point: 'feedInPowerLimitSetting', value: '800', valueType: 'num', ...at(200, 240), wires: [[]] },
+    { id: ID.control, type: 'localbattery-control', name: '', device: ID.device, power: 800, chargeSoc: 100, dischargeSoc: 10, clamp: false, switchMode: true, modeCheck: 600, repeat: 30, skipped: 'pass', ...at(200, 320), wires: [[]] },
+    { id: ID.info, type: 'localbattery-info', name: '', device: ID.device, ...at(200, 400), wires: [[]] },
+    { id: ID.password, type: 'localbattery-password', name: '', device: ID.device, source: 'payload', ...at(200, 480), wires: [[]] },
+  ];
+}
+
+/** Node-RED as a child process on a free loopback port, with this package linked into a temporary user directory. */
+async function startNodeRed(userDir: string, simulatorPort: number, log: string[]): Promise<{ child: ChildProcess; url: string }> {
+  const port = await freePort();
+  const link = path.join(userDir, 'node_modules', ...PKG.name.split('/'));
+  fs.mkdirSync(path.dirname(link), { recursive: true });
+  fs.symlinkSync(ROOT, link, 'dir');
+  fs.writeFileSync(path.join(userDir, 'package.json'), JSON.stringify({ name: 'local-battery-editor-test', private: true, dependencies: { [PKG.name]: '*' } }));
+  fs.writeFileSync(path.join(userDir, 'flows.json'), JSON.stringify(flows(simulatorPort)));
+  // credentialSecret false: the credentials file is plain JSON.
+  fs.writeFileSync(path.join(userDir, 'flows_cred.json'), JSON.stringify({ [ID.device]: { password: PASSWORD } }));
+  const settings = {
+    uiHost: '127.0.0.1',
+    uiPort: port,
+    // Absolute: a relative flow file is looked for in the working directory first (the repository root here).
+    flowFile: path.join(userDir, 'flows.json'),
+    credentialSecret: false,
+    telemetry: { enabled: false },
+    editorTheme: { tours: false, projects: { enabled: false } },
+    // Without it the editor fetches the online node catalogue when it loads.
+    externalModules: { autoInstall: false, palette: { allowInstall: false } },
+    logging: { console: { level: 'info' } },
+  };
+  fs.writeFileSync(path.join(userDir, 'settings.js'), `module.exports = ${JSON.stringify(settings, null, 2)};\n`);
+
+  const child = spawn(
+    process.execPath,
+    [require.resolve('node-red/red.js'), '--userDir', userDir, '--settings', path.join(userDir, 'settings.js'), '-D', 'telemetry.enabled=false', '-D', 'editorTheme.tours=false'],
+    { stdio: ['ignore', 'pipe', 'pipe'] },
+  );
+  await new Promise<void>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`Node-RED did not start within 30 s:\n${log.join('')}`)), 30000);
+    const onData = (chunk: Buffer) => {
+      log.push(chunk.toString());
+      if (/Started flows/.test(chunk.toString())) {
+        clearTimeout(timer);
+        resolve();
+      }
+    };
+    child.stdout!.on('data', onData);
+    child.stderr!.on('data', (chunk: Buffer) => log.push(chunk.toString()));
+    child.once('exit', (code) => {
+      clearTimeout(timer);
+      reject(new Error(`Node-RED exited with ${code}:\n${log.join('')}`));
+    });
+  });
+  return { child, url: `http://127.0.0.1:${port}/` };
+}
+
+async function stopChild(child: ChildProcess | undefined): Promise<void> {
+  if (!child || child.exitCode !== null || child.signalCode !== null) return;
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  child.kill('SIGINT');
+  const timer = setTimeout(() => child.kill('SIGKILL'), 5000);
+  await exited;
+  clearTimeout(timer);
+}
+
+describe('editor in a real browser (chromium)', function () {
+  this.timeout(60000);
+
+  let simulator: DeviceSimulator | undefined;
+  let userDir: string | undefined;
+  let red: ChildProcess | undefined;
+  let browser: Browser | undefined;
+  let page: Page;
+  const redLog: string[] = [];
+  const pageErrors: string[] = [];
+  const consoleErrors: string[] = [];
+  const blocked: string[] = [];
+
+  before(async function () {
+    if (!fs.existsSync(CHROMIUM)) {
+      const message = `no Chromium at ${CHROMIUM}: install it with \`apt-get install -y chromium\` (or set CHROMIUM_PATH)`;
+      if (process.env.CI) throw new Error(`${message}: CI must provide it, see .ci/run`);
+      console.log(`      skipped: ${message}`);
+      this.skip();
+    }
+    simulator = new DeviceSimulator({ port: 0, udpPort: null, password: PASSWORD, model: MODEL, serialNumber: SERIAL, firmware: FIRMWARE });
+    await simulator.start();
+    userDir = fs.mkdtempSync(path.join(os.tmpdir(), 'localbattery-editor-'));
+    const started = await startNodeRed(userDir, simulator.port, redLog);
+    red = started.child;
+
+    browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: CHROMIUM_ARGS });
+    const context = await browser.newContext({ locale: 'en-US', viewport: { width: 1400, height: 900 } });
+    // Loopback only: anything else is refused and reported.
+    await context.route('**/*', (route) => {
+      const url = new URL(route.request().url());
+      if (url.hostname === '127.0.0.1') return route.continue();
+      blocked.push(url.href);
+      return route.abort();
+    });
+    page = await context.newPage();
+    page.on('pageerror', (error) => pageErrors.push(`${error.message}\n${error.stack ?? ''}`));
+    page.on('console', (message) => {
+      const where = `${message.location().url}:${message.location().lineNumber}`;
+      // Errors of any origin; the editor's report of a validator that threw (a console.log); our own warnings.
+      if (message.type() === 'error' || /^Validation error/.test(message.text()) || (message.type() === 'warning' && /localbattery/i.test(message.text()))) {
+        consoleErrors.push(`${message.type()}: ${message.text()} (${where})`);
+      }
+    });
+    await page.goto(started.url);
+    await page.locator(`[id="${ID.read}"]`).waitFor({ state: 'visible', timeout: 30000 });
+  });
+
+  afterEach(async function () {
+    if (this.currentTest?.state === 'failed') {
+      console.log(`--- Node-RED log ---\n${redLog.join('').slice(-4000)}`);
+      if (pageErrors.length) console.log(`--- page errors ---\n${pageErrors.join('\n')}`);
+      if (consoleErrors.length) console.log(`--- console errors ---\n${consoleErrors.join('\n')}`);
+    }
+    // A step that failed with a dialog open must not leave it to the next.
+    if (page && !page.isClosed()) {
+      for (let i = 0; i < 3; i++) {
+        const cancel = page.locator('#node-config-dialog-cancel:visible, #node-dialog-cancel:visible').first();
+        if ((await cancel.count()) === 0) break;
+        await cancel.click().catch(() => undefined);
+        await page.waitForTimeout(300);
+      }
+    }
+  });
+
+  after(async () => {
+    await browser?.close().catch(() => undefined);
+    await stopChild(red);
+    await simulator?.stop().catch(() => undefined);
+    if (userDir) fs.rmSync(userDir, { recursive: true, force: true });
+  });
+
+  // ---- helpers on the page ----
+
+  /**
+   * Waits until the edit tray that holds `button` has slid in; a new tray also has its form filled and focused
+   * (the editor focuses the first field once the form is built).
+   */
+  async function trayReady(button: string, focused = true): Promise<void> {
+    await page.waitForFunction(({ selector, focused }) => {
+      const doc = (globalThis as any).document;
+      const tray = doc.querySelector(selector)?.closest('.red-ui-tray');
+      return !!tray && (globalThis as any).getComputedStyle(tray).right === '0px' && (!focused || tray.contains(doc.activeElement));
+    }, { selector: button, focused });
+  }
+
+  async function openEditor(id: string): Promise<void> {
+    await page.locator(`[id="${id}"]`).dblclick();
+    await trayReady('#node-dialog-ok');
+  }
+
+  async function done(): Promise<void> {
+    await page.locator('#node-dialog-ok').click();
+    await page.locator('.red-ui-tray').first().waitFor({ state: 'detached' });
+  }
+
+  async function openDeviceDialog(): Promise<void> {
+    await page.locator('#node-input-btn-device-edit').click();
+    await trayReady('#node-config-dialog-ok');
+  }
+
+  async function updateDevice(): Promise<void> {
+    await page.locator('#node-config-dialog-ok').click();
+    await page.locator('#node-config-dialog-ok').waitFor({ state: 'detached' });
+    // Back in the node's tray.
+    await trayReady('#node-dialog-ok', false);
+  }
+
+  type NodeState = { valid: boolean; validationErrors: string[] } & Record<string, any>;
+  /** The node's properties (its defaults), validity and validation messages, as the editor holds them. */
+  function nodeState(id: string): Promise<NodeState> {
+    return page.evaluate((nodeId) => {
+      const node = (globalThis as any).RED.nodes.node(nodeId);
+      const state: Record<string, unknown> = { valid: node.valid, validationErrors: node.validationErrors || [] };
+      for (const key of Object.keys(node._def.defaults)) state[key] = node[key];
+      return JSON.parse(JSON.stringify(state));
+    }, id);
+  }
+
+  /** Opens the device dialog's Advanced section unless it is open. */
+  async function showAdvanced(): Promise<void> {
+    if (!(await page.locator('#node-config-input-minInterval').isVisible())) {
+      await page.locator('.red-ui-tray details > summary', { hasText: text('localbattery-device.label.advanced') }).click();
+    }
+    await page.locator('#node-config-input-minInterval').waitFor({ state: 'visible' });
+  }
+
+  async function errorMarkerShown(id: string): Promise<boolean> {
+    return page.locator(`[id="${id}"] .red-ui-flow-node-error`).isVisible();
+  }
+
+  /** Types into a field the way a user does (keyup and change events), replacing what was there. */
+  async function typeInto(selector: string, value: string): Promise<void> {
+    const field = page.locator(selector);
+    await field.fill('');
+    await field.pressSequentially(value);
+    await field.press('Tab');
+  }
+
+  // ---- the steps ----
+
+  it('shows the category "home battery" with the six flow nodes and their palette labels', async () => {
+    const category = page.locator('#red-ui-palette-container-home_battery');
+    await category.waitFor({ state: 'visible' });
+    squash(await page.locator('#red-ui-palette-header-home_battery').innerText()).should.equal('home battery');
+    const types = await category.locator('.red-ui-palette-node').evaluateAll((nodes) => nodes.map((n: any) => n.getAttribute('data-palette-type')));
+    types.sort().should.eql([...FLOW_TYPES].sort());
+    for (const type of FLOW_TYPES) {
+      const label = squash(await category.locator(`.red-ui-palette-node[data-palette-type="${type}"] .red-ui-palette-label`).innerText());
+      label.should.equal(squash(text(PALETTE_LABEL_KEYS[type])), type);
+    }
+    // The configuration node is no palette entry.
+    (await page.locator('.red-ui-palette-node[data-palette-type="localbattery-device"]').count()).should.equal(0);
+  });
+
+  it('fills the read node\'s point picker from the catalogue, filters it, and saves a picked point', async () => {
+    await openEditor(ID.read);
+    await page.locator('#localbattery-read-picker .localbattery-read-group').first().waitFor();
+
+    const categories = [...new Set(READ_POINTS.map((p) => p.category))];
+    (await page.locator('#localbattery-read-picker .localbattery-read-head b').allInnerTexts()).should.eql(categories);
+    (await page.locator('#localbattery-read-picker .localbattery-read-row code').allTextContents()).should.eql(READ_POINTS.map((p) => p.name));
+    (await page.locator('#localbattery-read-count').innerText()).should.equal(text('localbattery-read.editor.selected', { count: INITIAL_POINTS.length }));
+
+    // The filter narrows the list to the points whose name, label, address, unit or category mention "soc".
+    await page.locator('#localbattery-read-filter').pressSequentially('soc');
+    const matching = READ_POINTS.filter((p) => [p.name, p.label, p.address, p.unit ?? '', p.category].join(' ').toLowerCase().includes('soc'));
+    matching.length.should.be.above(1);
+    matching.length.should.be.below(READ_POINTS.length);
+    (await page.locator('#localbattery-read-picker .localbattery-read-row:visible code').allInnerTexts()).should.eql(matching.map((p) => p.name));
+    const visibleCategories = await page.locator('#localbattery-read-picker .localbattery-read-group:visible .localbattery-read-head b').allInnerTexts();
+    visibleCategories.should.eql([...new Set(matching.map((p) => p.category))]);
+
+    // Pick a point the simulator has, not yet picked.
+    const pick = matching.find((p) => !INITIAL_POINTS.includes(p.name) && simulator!.value(p.address) !== undefined)!;
+    should.exist(pick);
+    await page.locator(`#localbattery-read-picker input.localbattery-read-point[data-name="${pick.name}"]`).check();
+    (await page.locator('#localbattery-read-count').innerText()).should.equal(text('localbattery-read.editor.selected', { count: INITIAL_POINTS.length + 1 }));
+    await done();
+
+    const order = READ_POINTS.map((p) => p.name);
+    const expected = [...INITIAL_POINTS, pick.name].sort((a, b) => order.indexOf(a) - order.indexOf(b));
+    const node = await nodeState(ID.read);
+    node.points.should.eql(expected);
+    node.valid.should.be.true();
+  });
+
+  it('marks a write node with an out-of-range constant invalid, shows the allowed range, and accepts one in range', async () => {
+    const power = writePoint('controlPower');
+    const allowedText = text('localbattery-write.label.allowed', { allowed: describeAllowed(power) });
+    // The typed input the editor puts after the hidden #node-input-value.
+    const valueInput = page.locator('#node-input-value + .red-ui-typedInput-container input.red-ui-typedInput-input');
+
+    await openEditor(ID.write);
+    await page.locator('#node-input-point option[value="controlPower"]').waitFor({ state: 'attached' });
+    // Every write point of the catalogue is offered.
+    const offered = await page.locator('#node-input-point option').evaluateAll((options) => options.map((o: any) => o.value).filter(Boolean));
+    offered.should.eql(WRITE_POINTS.map((p) => p.name));
+    await page.locator('#node-input-point').selectOption('controlPower');
+    (await page.locator('#localbattery-write-allowed').innerText()).should.startWith(allowedText);
+    await valueInput.fill('5000');
+    await valueInput.press('Tab');
+    await page.locator('.red-ui-typedInput-container.input-error').waitFor();
+    await done();
+
+    let node = await nodeState(ID.write);
+    node.point.should.equal('controlPower');
+    node.value.should.equal('5000');
+    node.valid.should.be.false();
+    node.validationErrors.should.containEql(text('localbattery-write.validation.range', { value: '5000', point: 'controlPower', allowed: describeAllowed(power) }));
+    await page.locator(`[id="${ID.write}"] .red-ui-flow-node-error`).waitFor({ state: 'visible' });
+
+    await openEditor(ID.write);
+    (await page.locator('#node-input-point').inputValue()).should.equal('controlPower');
+    (await page.locator('#localbattery-write-allowed').innerText()).should.startWith(allowedText);
+    await valueInput.fill('800');
+    await valueInput.press('Tab');
+    await done();
+    node = await nodeState(ID.write);
+    node.value.should.equal('800');
+    node.valid.should.be.true();
+    (await errorMarkerShown(ID.write)).should.be.false();
+  });
+
+  it('refuses power 3000 and SOC 2 in the control node and accepts 800 and 50', async () => {
+    const power = writePoint('controlPower');
+    const soc = writePoint('controlSoc');
+    await openEditor(ID.control);
+    // The hints carry the catalogue's bounds once it has loaded.
+    await page.locator('#localbattery-control-power-hint', { hasText: `${power.min}–${power.max}` }).waitFor();
+    (await page.locator('#localbattery-control-power-hint').innerText()).should.equal(text('localbattery-control.label.powerHint', { min: power.min, max: power.max }));
+    await typeInto('#node-input-power', '3000');
+    await typeInto('#node-input-chargeSoc', '2');
+    (await page.locator('#node-input-power').getAttribute('class'))!.should.match(/input-error/);
+    (await page.locator('#node-input-chargeSoc').getAttribute('class'))!.should.match(/input-error/);
+    await done();
+
+    let node = await nodeState(ID.control);
+    node.valid.should.be.false();
+    node.validationErrors.should.containEql(text('localbattery-control.validation.power', { min: power.min, max: power.max }));
+    node.validationErrors.should.containEql(text('localbattery-control.validation.soc', { min: soc.min, max: soc.max }));
+    await page.locator(`[id="${ID.control}"] .red-ui-flow-node-error`).waitFor({ state: 'visible' });
+
+    await openEditor(ID.control);
+    await typeInto('#node-input-power', '800');
+    await typeInto('#node-input-chargeSoc', '50');
+    (await page.locator('#node-input-power').getAttribute('class') ?? '').should.not.match(/input-error/);
+    await done();
+    node = await nodeState(ID.control);
+    String(node.power).should.equal('800');
+    String(node.chargeSoc).should.equal('50');
+    node.valid.should.be.true();
+    (await errorMarkerShown(ID.control)).should.be.false();
+  });
+
+  it('marks a set-password node whose new password is longer than 16 bytes invalid', async () => {
+    const tooLong = 'ä'.repeat(9); // 9 characters (within the field's maxlength), 18 bytes
+    const longest = 'ä'.repeat(8); // 16 bytes
+    await openEditor(ID.password);
+    await page.locator('#node-input-source').selectOption('field');
+    await typeInto('#node-input-password', tooLong);
+    (await page.locator('#node-input-password').getAttribute('class'))!.should.match(/\binput-error\b/);
+    await done();
+    let node = await nodeState(ID.password);
+    node.valid.should.be.false();
+    node.validationErrors.should.containEql(text('localbattery-password.validation.password'));
+    await page.locator(`[id="${ID.password}"] .red-ui-flow-node-error`).waitFor({ state: 'visible' });
+
+    await openEditor(ID.password);
+    await typeInto('#node-input-password', longest);
+    await done();
+    node = await nodeState(ID.password);
+    node.source.should.equal('field');
+    node.valid.should.be.true();
+    (await errorMarkerShown(ID.password)).should.be.false();
+  });
+
+  it('tests the connection from the device dialog and explains an invalid port or interval in English', async () => {
+    await openEditor(ID.read);
+    await openDeviceDialog();
+
+    // Test connection asks the simulator with the stored password (the field holds the editor's placeholder).
+    await page.locator('#localbattery-device-test').click();
+    const serial = simulator!.value(0);
+    serial!.should.equal(SERIAL);
+    const connected = text('localbattery-device.editor.testOk', { type: MODEL, sn: serial, fw: FIRMWARE });
+    await page.locator('#localbattery-device-result', { hasText: String(serial) }).waitFor({ timeout: 10000 });
+    (await page.locator('#localbattery-device-result').innerText()).should.equal(connected);
+
+    /** The tooltip of an invalid field says why, in words from the en-US catalogue. */
+    const tooltip = async (selector: string, message: string) => {
+      (await page.locator(selector).getAttribute('class'))!.should.match(/\binput-error\b/);
+      await page.locator(selector).hover();
+      const popover = page.locator('.red-ui-popover:visible', { hasText: message });
+      await popover.waitFor({ timeout: 5000 });
+      squash(await popover.innerText()).should.equal(message);
+      await page.mouse.move(5, 5);
+      await popover.waitFor({ state: 'hidden' });
+    };
+    const portMessage = text('localbattery-device.validation.port', { min: 1, max: 65535 });
+    const intervalMessage = text('localbattery-device.validation.minInterval', { min: 1000, max: 3600000 });
+    portMessage.should.not.match(/localbattery-device\./);
+
+    await typeInto('#node-config-input-port', '70000');
+    await tooltip('#node-config-input-port', portMessage);
+    await showAdvanced();
+    await typeInto('#node-config-input-minInterval', '500');
+    await tooltip('#node-config-input-minInterval', intervalMessage);
+    await updateDevice();
+
+    let device = await nodeState(ID.device);
+    device.valid.should.be.false();
+    device.validationErrors.should.eql([portMessage, intervalMessage]);
+    // The read node uses it, so it is invalid too.
+    (await nodeState(ID.read)).valid.should.be.false();
+
+    // Set it right again.
+    await openDeviceDialog();
+    await typeInto('#node-config-input-port', String(simulator!.port));
+    await showAdvanced();
+    await typeInto('#node-config-input-minInterval', '1000');
+    await updateDevice();
+    await done();
+    device = await nodeState(ID.device);
+    device.valid.should.be.true();
+    String(device.port).should.equal(String(simulator!.port));
+    String(device.minInterval).should.equal('1000');
+    (await nodeState(ID.read)).valid.should.be.true();
+    (await errorMarkerShown(ID.read)).should.be.false();
+  });
+
+  it('deploys, and the read node shows the count of points read from the simulator', async () => {
+    for (const id of [ID.device, ID.read, ID.write, ID.control, ID.info, ID.password, ID.discover]) {
+      (await nodeState(id)).valid.should.be.true(`${id} valid before deploy`);
+    }
+    /** The read node's status text as the catalogue words it for `count` points, at any time of day. */
+    const readStatus = (count: number) =>
+      `^${escapeRegExp(text('localbattery-read.status.read', { count, time: '\u0000' })).replace('\u0000', '.+')}$`;
+    const statusShows = (pattern: string) =>
+      page.waitForFunction(
+        ({ id, source }) => {
+          const label = (globalThis as any).document.querySelector(`[id="${id}"] .red-ui-flow-node-status-label`);
+          return !!label && new RegExp(source).test(label.textContent);
+        },
+        { id: ID.read, source: pattern },
+        { timeout: 15000 },
+      );
+    // Until the deploy the runtime polls the two points of the flow file...
+    await statusShows(readStatus(INITIAL_POINTS.length));
+    (await page.evaluate(() => (globalThis as any).RED.nodes.dirty())).should.be.true();
+    await page.locator('#red-ui-header-button-deploy').click();
+    // ...and after it also the one picked in the editor.
+    await statusShows(readStatus(INITIAL_POINTS.length + 1));
+    (await page.evaluate(() => (globalThis as any).RED.nodes.dirty())).should.be.false();
+    // The runtime has what the editor holds.
+    const deployed = await page.evaluate(async () => (await fetch('flows', { headers: { 'Node-RED-API-Version': 'v2' } })).json());
+    const byId = new Map<string, any>(deployed.flows.map((n: any) => [n.id, n]));
+    for (const id of [ID.read, ID.write, ID.control, ID.device]) {
+      const { valid: _valid, validationErrors: _errors, ...properties } = await nodeState(id);
+      for (const [key, value] of Object.entries(properties)) should(byId.get(id)[key]).eql(value, `${id}.${key}`);
+    }
+  });
+
+  it('shows each node\'s help with Inputs and Outputs in the help sidebar when it is selected', async () => {
+    // Node-RED 4 has a tab link, Node-RED 5 a sidebar button.
+    await page.locator('a[href="#help"]:visible, button[data-tab-id="help"]:visible').first().click();
+    const help = page.locator('.red-ui-sidebar-info:visible .red-ui-help .red-ui-help');
+    for (const type of FLOW_TYPES) {
+      const id = ID[type.slice('localbattery-'.length) as keyof typeof ID];
+      await page.locator(`[id="${id}"]`).click();
+      const html = fs.readFileSync(path.join(ROOT, 'nodes', 'locales', 'en-US', `${type}.html`), 'utf8');
+      const firstParagraph = squash(/<p>([\s\S]*?)<\/p>/.exec(html)![1].replace(/<[^>]+>/g, '')).slice(0, 40).trim();
+      await help.filter({ hasText: firstParagraph }).waitFor({ timeout: 5000 });
+      const headings = await help.locator('h3').allInnerTexts();
+      headings.map(squash).should.containEql('Inputs');
+      headings.map(squash).should.containEql('Outputs');
+    }
+  });
+
+  it('had no page errors and no console errors', () => {
+    pageErrors.should.eql([]);
+    consoleErrors.should.eql([]);
+    blocked.should.eql([]);
+  });
+});
