@@ -2,7 +2,9 @@
 import helper from 'node-red-node-test-helper';
 import { DeviceSimulator, type SimulatorOptions } from '../src/simulator';
 
-helper.init(require.resolve('node-red'));
+// NODE_RED_RUNTIME: the runtime under test (e.g. another Node-RED's lib/red.js, see scripts/compat-node-red-5.sh);
+// by default the node-red of this package's devDependencies.
+helper.init(process.env.NODE_RED_RUNTIME || require.resolve('node-red'));
 
 export const PASSWORD = 'test-secret-1';
 
