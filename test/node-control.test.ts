@@ -1,7 +1,4 @@
 /** The real-time control node against the simulator, and its editor validation. */
-import * as fs from 'node:fs';
-import * as path from 'node:path';
-import * as vm from 'node:vm';
 import should from 'should';
 import deviceNode = require('../nodes/localbattery-device');
 import controlNode = require('../nodes/localbattery-control');
@@ -10,7 +7,7 @@ import { REAL_TIME, WORKING_MODES, catalogueJson, pointByName, writePointByAddre
 import { STATE_CODES } from '../src/control';
 import type { DeviceSimulator } from '../src/simulator';
 import { deviceConfig, helper, startSimulator } from './support';
-import { inEnglish, lastStatus, nextInput, sleep, statusesOf, text, until } from './node-support';
+import { inEnglish, runEditorScript, lastStatus, nextInput, sleep, statusesOf, text, until } from './node-support';
 
 const nodes = [inEnglish(deviceNode), inEnglish(controlNode), inEnglish(writeNode)];
 const TIME = '\\d{1,2}:\\d{2}:\\d{2}( [AP]M)?';
@@ -301,8 +298,6 @@ describe('localbattery-control node', function () {
 });
 
 describe('localbattery-control editor validation', function () {
-  const source = fs.readFileSync(path.resolve(__dirname, '..', '..', 'nodes', 'localbattery-control.html'), 'utf8');
-  const script = /<script type="text\/javascript">([\s\S]*?)<\/script>/.exec(source)![1];
   let definition: any;
   let finishLoad: () => void;
   let revalidated: number;
@@ -324,7 +319,7 @@ describe('localbattery-control editor validation', function () {
       editor: { validateNode: () => revalidated++ },
       view: { redraw: () => undefined },
     };
-    vm.runInNewContext(script, { RED, $: { getJSON: () => loaded } });
+    runEditorScript('localbattery-control', { RED, $: { getJSON: () => loaded } });
   });
 
   const check = (field: string, v: unknown) => definition.defaults[field].validate.call({}, v, {});

@@ -6,8 +6,10 @@
  */
 import * as fs from 'node:fs';
 import * as path from 'node:path';
+import * as vm from 'node:vm';
 import type { NodeAPI } from 'node-red';
 
+const { name: packageName } = JSON.parse(fs.readFileSync(path.resolve(__dirname, '..', '..', 'package.json'), 'utf8'));
 const LOCALES = path.resolve(__dirname, '..', 'nodes', 'locales');
 
 export function catalogue(language: string): Record<string, unknown> {
@@ -97,4 +99,19 @@ export function textKeysOf(type: string): { english: string[]; german: string[];
   const used = [...new Set(source.match(new RegExp(`${type}\\.[A-Za-z]+(\\.[A-Za-z]+)+`, 'g')) ?? [])].filter((key) => !/\.(svg|js|html|map)\b/.test(key));
   const help = fs.readFileSync(path.join(LOCALES, 'en-US', `${type}.html`), 'utf8');
   return { english, german, used, help };
+}
+
+/**
+ * Runs a node type's editor script as the editor does: the package's shared catalogue script (which the .html loads
+ * from the package's resources) first, then the node's own script, both with `globals` and `window` as the global.
+ */
+export function runEditorScript(nodeType: string, globals: Record<string, unknown>): void {
+  const root = path.resolve(__dirname, '..', '..');
+  const source = fs.readFileSync(path.join(root, 'nodes', `${nodeType}.html`), 'utf8');
+  const shared = `resources/${packageName}/editor-catalogue.js`;
+  if (!source.includes(`<script src="${shared}"></script>`)) throw new Error(`${nodeType}.html does not load ${shared}`);
+  const context = vm.createContext({ ...globals });
+  context.window = context;
+  vm.runInContext(fs.readFileSync(path.join(root, 'resources', 'editor-catalogue.js'), 'utf8'), context);
+  vm.runInContext(/<script type="text\/javascript">([\s\S]*?)<\/script>/.exec(source)![1], context);
 }

@@ -1,7 +1,4 @@
 /** The write point node against the simulator, and its editor validation. */
-import * as fs from 'node:fs';
-import * as path from 'node:path';
-import * as vm from 'node:vm';
 import should from 'should';
 import deviceNode = require('../nodes/localbattery-device');
 import writeNode = require('../nodes/localbattery-write');
@@ -10,7 +7,7 @@ import {
 } from '../src/catalogue';
 import type { DeviceSimulator } from '../src/simulator';
 import { deviceConfig, helper, startSimulator } from './support';
-import { inEnglish, lastStatus, nextInput, sleep, statusesOf, text, until } from './node-support';
+import { inEnglish, runEditorScript, lastStatus, nextInput, sleep, statusesOf, text, until } from './node-support';
 
 const nodes = [inEnglish(deviceNode), inEnglish(writeNode)];
 const TIME = '\\d{1,2}:\\d{2}:\\d{2}( [AP]M)?';
@@ -335,8 +332,6 @@ describe('localbattery-write node', function () {
 });
 
 describe('localbattery-write editor validation', function () {
-  const source = fs.readFileSync(path.resolve(__dirname, '..', '..', 'nodes', 'localbattery-write.html'), 'utf8');
-  const script = /<script type="text\/javascript">([\s\S]*?)<\/script>/.exec(source)![1];
   let definition: any;
   let finishLoad: () => void;
   let requests: string[];
@@ -367,7 +362,7 @@ describe('localbattery-write editor validation', function () {
       view: { redraw: () => undefined },
       utils: { validateTypedProperty: (v: string, type: string) => (type === 'json' && !/^[[\d]/.test(v) ? 'bad JSON' : true) },
     };
-    vm.runInNewContext(script, { RED, $ });
+    runEditorScript('localbattery-write', { RED, $ });
   });
 
   const value = (node: Record<string, unknown>, v: string) => definition.defaults.value.validate.call(node, v, {});

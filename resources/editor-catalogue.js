@@ -1,0 +1,46 @@
+// The point catalogue in the editor, shared by the read, write and control nodes: fetched once from the package's
+// admin route and indexed here, so no point list is ever typed into an editor file. Each of those nodes' .html files
+// loads this script; only the first copy defines it, so every node type sees one catalogue and one request.
+(function () {
+    if (window.localBatteryCatalogue) { return; }
+    var loading = null;
+    // Node types whose validation depends on the catalogue: checked again when it arrives.
+    var dependentTypes = {};
+
+    var shared = {
+        /** The catalogue ({read, write, ...}) once it has arrived, else null. */
+        data: null,
+        readByName: {},
+        readByAddress: {},
+        writeByName: {},
+        /** Fetches the catalogue once (again after a failure); `type`'s nodes are validated again when it arrives. */
+        load: function (type) {
+            if (type) { dependentTypes[type] = true; }
+            if (!loading) {
+                loading = $.getJSON('localbattery/catalogue').then(function (data) {
+                    data.read.forEach(function (p) {
+                        shared.readByName[p.name] = p;
+                        shared.readByAddress[p.address] = p;
+                    });
+                    data.write.forEach(function (p) { shared.writeByName[p.name] = p; });
+                    shared.data = data;
+                    var changed = false;
+                    RED.nodes.eachNode(function (n) {
+                        if (dependentTypes[n.type]) {
+                            RED.editor.validateNode(n);
+                            n.dirty = true;
+                            changed = true;
+                        }
+                    });
+                    if (changed) { RED.view.redraw(true); }
+                    return data;
+                }, function (xhr) {
+                    loading = null;
+                    return $.Deferred().reject(xhr).promise();
+                });
+            }
+            return loading;
+        }
+    };
+    window.localBatteryCatalogue = shared;
+})();
