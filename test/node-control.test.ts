@@ -7,7 +7,7 @@ import { REAL_TIME, WORKING_MODES, catalogueJson, pointByName, writePointByAddre
 import { STATE_CODES } from '../src/control';
 import type { DeviceSimulator } from '../src/simulator';
 import { deviceConfig, helper, startSimulator } from './support';
-import { inEnglish, runEditorScript, lastStatus, nextInput, sleep, statusesOf, text, until } from './node-support';
+import { inEnglish, runEditorScript, watchAfterClose, lastStatus, nextInput, sleep, statusesOf, text, until } from './node-support';
 
 const nodes = [inEnglish(deviceNode), inEnglish(controlNode), inEnglish(writeNode)];
 const TIME = '\\d{1,2}:\\d{2}:\\d{2}( [AP]M)?';
@@ -53,19 +53,6 @@ async function control(payload: unknown, extra: Record<string, unknown> = {}): P
 const batteryState = pointByName('batteryState') as ReadPoint;
 const batteryStateLabel = (simulator: DeviceSimulator) =>
   batteryState.enum!.find((o) => o.value === Number(simulator.value(batteryState.address)))!.label;
-
-/** Records every status, send and error call `node` makes from now on (the helper's spies end with unload). */
-function watchAfterClose(node: any): string[] {
-  const calls: string[] = [];
-  for (const method of ['status', 'send', 'error', 'warn']) {
-    const original = node[method];
-    node[method] = function (...args: unknown[]) {
-      calls.push(`${method} ${JSON.stringify(args[0])}`);
-      return original.apply(this, args);
-    };
-  }
-  return calls;
-}
 
 describe('localbattery-control node', function () {
   let simulator: DeviceSimulator;

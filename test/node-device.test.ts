@@ -2,7 +2,6 @@
  * The config node: one shared client per device, connection status pushed to every user, the editor's admin
  * routes (and their permissions), and redeploys while requests are in flight.
  */
-import * as dgram from 'node:dgram';
 import should from 'should';
 import deviceNode = require('../nodes/localbattery-device');
 import infoNode = require('../nodes/localbattery-info');
@@ -11,7 +10,7 @@ import { READ_POINTS, WRITE_POINTS } from '../src/catalogue';
 import { DeviceClient } from '../src/client';
 import type { DeviceSimulator } from '../src/simulator';
 import { PASSWORD, deviceConfig, helper, startSimulator } from './support';
-import { inEnglish, lastStatus, nextInput, sleep, statusesOf, text, textKeysOf, until } from './node-support';
+import { inEnglish, lastStatus, nextInput, onlyLoopbackUdp, sleep, statusesOf, text, textKeysOf, until } from './node-support';
 
 type Middleware = ((req: { headers: Record<string, string> }, res: any, next: () => void) => void) & { permission?: string };
 
@@ -295,18 +294,7 @@ describe('localbattery-device config node', function () {
     });
 
     describe('POST /localbattery/discover', function () {
-      const originalSend = dgram.Socket.prototype.send;
-      before(function () {
-        // Never a broadcast from a test: anything not for loopback fails here.
-        (dgram.Socket.prototype as unknown as { send: (...args: unknown[]) => void }).send = function (this: dgram.Socket, ...args: unknown[]) {
-          const address = args.find((arg, index) => index > 0 && typeof arg === 'string');
-          if (typeof address !== 'string' || !address.startsWith('127.')) throw new Error(`test tried to send UDP to ${String(address)}`);
-          return (originalSend as (...a: unknown[]) => void).apply(this, args);
-        };
-      });
-      after(function () {
-        dgram.Socket.prototype.send = originalSend;
-      });
+      onlyLoopbackUdp();
 
       it('finds the simulator at the target and port given', async function () {
         simulator = await startSimulator({ udpPort: 0, ...IDENTITY });

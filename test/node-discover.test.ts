@@ -7,7 +7,7 @@ import should from 'should';
 import discoverNode = require('../nodes/localbattery-discover');
 import type { DeviceSimulator } from '../src/simulator';
 import { helper, startSimulator } from './support';
-import { inEnglish, lastStatus, nextInput, sleep, statusesOf, text, textKeysOf, until } from './node-support';
+import { inEnglish, lastStatus, nextInput, onlyLoopbackUdp, sleep, statusesOf, text, textKeysOf, until } from './node-support';
 
 const IDENTITY = { serialNumber: 'SIMDISC000000007', firmware: 'V1.3.07_R003.001_DISC_00000001' };
 const nodes = [inEnglish(discoverNode)];
@@ -35,19 +35,7 @@ function udpHandles(): number {
 
 describe('localbattery-discover node', function () {
   let simulator: DeviceSimulator;
-  const originalSend = dgram.Socket.prototype.send;
-
-  before(function () {
-    (dgram.Socket.prototype as unknown as { send: (...args: unknown[]) => void }).send = function (this: dgram.Socket, ...args: unknown[]) {
-      const address = args.find((arg, index) => index > 0 && typeof arg === 'string');
-      if (typeof address !== 'string' || !address.startsWith('127.')) throw new Error(`test tried to send UDP to ${String(address)}`);
-      return (originalSend as (...a: unknown[]) => void).apply(this, args);
-    };
-  });
-
-  after(function () {
-    dgram.Socket.prototype.send = originalSend;
-  });
+  onlyLoopbackUdp();
 
   beforeEach(async function () {
     simulator = await startSimulator({ udpPort: 0, ...IDENTITY });

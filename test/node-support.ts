@@ -4,6 +4,7 @@
  * "localbattery-discover.status.found"; `inEnglish` gives a node module the real texts, as the runtime does,
  * and fails loudly on a key that the catalogue lacks.
  */
+import * as dgram from 'node:dgram';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import * as vm from 'node:vm';
@@ -114,4 +115,32 @@ export function runEditorScript(nodeType: string, globals: Record<string, unknow
   context.window = context;
   vm.runInContext(fs.readFileSync(path.join(root, 'resources', 'editor-catalogue.js'), 'utf8'), context);
   vm.runInContext(/<script type="text\/javascript">([\s\S]*?)<\/script>/.exec(source)![1], context);
+}
+
+/** Records every status, send and error call `node` makes from now on (the helper's spies end with unload). */
+export function watchAfterClose(node: any): string[] {
+  const calls: string[] = [];
+  for (const method of ['status', 'send', 'error', 'warn']) {
+    const original = node[method];
+    node[method] = function (...args: unknown[]) {
+      calls.push(`${method} ${JSON.stringify(args[0])}`);
+      return original.apply(this, args);
+    };
+  }
+  return calls;
+}
+
+/** Mocha hooks for the enclosing block: a UDP send to any address off loopback throws, so no test ever broadcasts. */
+export function onlyLoopbackUdp(): void {
+  const originalSend = dgram.Socket.prototype.send;
+  before(function () {
+    (dgram.Socket.prototype as unknown as { send: (...args: unknown[]) => void }).send = function (this: dgram.Socket, ...args: unknown[]) {
+      const address = args.find((arg, index) => index > 0 && typeof arg === 'string');
+      if (typeof address !== 'string' || !address.startsWith('127.')) throw new Error(`test tried to send UDP to ${String(address)}`);
+      return (originalSend as (...a: unknown[]) => void).apply(this, args);
+    };
+  });
+  after(function () {
+    dgram.Socket.prototype.send = originalSend;
+  });
 }

@@ -7,7 +7,7 @@ import {
 } from '../src/catalogue';
 import type { DeviceSimulator } from '../src/simulator';
 import { deviceConfig, helper, startSimulator } from './support';
-import { inEnglish, runEditorScript, lastStatus, nextInput, sleep, statusesOf, text, until } from './node-support';
+import { inEnglish, runEditorScript, watchAfterClose, lastStatus, nextInput, sleep, statusesOf, text, until } from './node-support';
 
 const nodes = [inEnglish(deviceNode), inEnglish(writeNode)];
 const TIME = '\\d{1,2}:\\d{2}:\\d{2}( [AP]M)?';
@@ -60,19 +60,6 @@ function otherOption(simulator: DeviceSimulator, name: string) {
   const point = writePoint(name);
   const current = pairedValue(simulator, name) - (point.readValueOffset ?? 0);
   return point.enum!.find((o) => o.value !== current)!;
-}
-
-/** Records every status, send and error call `node` makes from now on (the helper's spies end with unload). */
-function watchAfterClose(node: any): string[] {
-  const calls: string[] = [];
-  for (const method of ['status', 'send', 'error', 'warn']) {
-    const original = node[method];
-    node[method] = function (...args: unknown[]) {
-      calls.push(`${method} ${JSON.stringify(args[0])}`);
-      return original.apply(this, args);
-    };
-  }
-  return calls;
 }
 
 describe('localbattery-write node', function () {
