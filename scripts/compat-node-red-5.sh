@@ -5,8 +5,8 @@
 # this repository's node_modules, package.json or package-lock.json), builds the package with `npm run build`, then
 # with the Node 22 binary:
 #   1. runs the mocha suite with Node-RED 5 as the runtime under test (NODE_RED_RUNTIME, read by test/support.ts;
-#      the core nodes that test/examples.test.ts loads come from Node-RED 5 too, see the preload below);
-#      test/editor.test.ts is left out unless COMPAT_EDITOR=1 (it drives chromium against the Node-RED it spawns);
+#      the core nodes that test/examples.test.ts loads come from Node-RED 5 too, see the preload below, and
+#      test/editor.test.ts drives chromium against a Node-RED 5 it starts);
 #   2. starts Node-RED 5 with a temporary user directory holding this package (a symlink, as scripts/demo.js does),
 #      the device simulator and every example flow pointed at it, and checks through the admin HTTP API and the
 #      editor's comms socket (127.0.0.1 only) that all 7 node types load, /localbattery/catalogue answers and every
@@ -14,7 +14,7 @@
 # Everything stops and the temporary directory is removed at the end. Exits non-zero when anything fails.
 #
 # Environment: NODE_LINE (default 22), NODE_RED_RANGE (default 5), MOCHA_REPORTER (default dot),
-# COMPAT_EDITOR=1 (also run test/editor.test.ts), KEEP_TMP=1 (keep the temporary directory for inspection).
+# KEEP_TMP=1 (keep the temporary directory for inspection).
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -89,12 +89,6 @@ if [ "$HELPER_NR" != "$NR_VERSION" ] || [[ "$CORE_NODES" != "$WORK"/* ]]; then
 fi
 
 MOCHA_ARGS=(--require "$WORK/nr-under-test.js" --reporter "$MOCHA_REPORTER")
-EDITOR_NOTE="test/editor.test.ts left out (COMPAT_EDITOR=1 runs it)"
-if [ "${COMPAT_EDITOR:-}" = 1 ]; then
-  EDITOR_NOTE="test/editor.test.ts included"
-else
-  MOCHA_ARGS+=(--ignore dist/test/editor.test.js)
-fi
 set +e
 (cd "$ROOT" && "$NODE_BIN" node_modules/mocha/bin/mocha.js "${MOCHA_ARGS[@]}") 2>&1 | tee "$WORK/mocha.log"
 MOCHA_RC=${PIPESTATUS[0]}
@@ -437,7 +431,7 @@ if [ "$LIVE_RC" -ne 0 ] || [ "$LIVE_FAILED" != 0 ] || [ "$LIVE_PASSED" -eq 0 ]; 
 step "Summary"
 echo "node:      $NODE_VERSION (tests and Node-RED; build on $BUILD_NODE_VERSION)"
 echo "node-red:  $NR_VERSION (node-red@$NODE_RED_RANGE from the registry)"
-echo "mocha:     $PASSING passing, $FAILING failing, $PENDING pending; $EDITOR_NOTE  [$([ $TESTS_OK = 1 ] && echo PASS || echo FAIL)]"
+echo "mocha:     $PASSING passing, $FAILING failing, $PENDING pending  [$([ $TESTS_OK = 1 ] && echo PASS || echo FAIL)]"
 echo "live run:  $LIVE_PASSED checks passed, $LIVE_FAILED failed  [$([ $LIVE_OK = 1 ] && echo PASS || echo FAIL)]"
 if [ "$TESTS_OK" = 1 ] && [ "$LIVE_OK" = 1 ]; then
   echo "RESULT:    PASS"
