@@ -89,17 +89,32 @@ export const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve
 
 /**
  * The texts of node `type`: the same keys in en-US and de, every key that its runtime (.js) and editor (.html)
- * files name exists in en-US, and an en-US help page.
+ * files name exists in en-US, and its en-US and de help pages.
  */
-export function textKeysOf(type: string): { english: string[]; german: string[]; used: string[]; help: string } {
+export function textKeysOf(type: string): { english: string[]; german: string[]; used: string[]; help: string; germanHelp: string } {
   const english = keyPaths(catalogue('en-US')[type]).map((key) => `${type}.${key}`);
   const german = keyPaths(catalogue('de')[type]).map((key) => `${type}.${key}`);
   const dir = path.resolve(__dirname, '..', 'nodes');
   const source = ['js', 'html'].map((ext) => fs.readFileSync(path.join(dir, `${type}.${ext}`), 'utf8')).join('\n');
   // Keys are written out in full, except where a prefix is completed at run time (ends with a dot).
   const used = [...new Set(source.match(new RegExp(`${type}\\.[A-Za-z]+(\\.[A-Za-z]+)+`, 'g')) ?? [])].filter((key) => !/\.(svg|js|html|map)\b/.test(key));
-  const help = fs.readFileSync(path.join(LOCALES, 'en-US', `${type}.html`), 'utf8');
-  return { english, german, used, help };
+  const [help, germanHelp] = ['en-US', 'de'].map((language) => fs.readFileSync(path.join(LOCALES, language, `${type}.html`), 'utf8'));
+  return { english, german, used, help, germanHelp };
+}
+
+/**
+ * What a translated help page must keep of the original: the node type, the properties (<dt>) in order, the number of
+ * headings and the property types. A property that is not a msg property name (a label such as "Username" or
+ * "any msg", which is translated) counts by its place only.
+ */
+export function helpStructure(html: string): { type?: string; properties: string[]; headings: number; types: string[] } {
+  const all = (pattern: RegExp) => [...html.matchAll(pattern)].map((match) => match[1].trim());
+  return {
+    type: /data-help-name="([^"]*)"/.exec(html)?.[1],
+    properties: all(/<dt[^>]*>([^<]*)/g).map((name) => (/^[a-z][\w.]*$/.test(name) ? name : '(label)')),
+    headings: all(/<h3>([^<]*)/g).length,
+    types: all(/class="property-type">([^<]*)/g),
+  };
 }
 
 /**
