@@ -10,7 +10,7 @@ import { READ_POINTS, WRITE_POINTS } from '../src/catalogue';
 import { DeviceClient } from '../src/client';
 import type { DeviceSimulator } from '../src/simulator';
 import { PASSWORD, deviceConfig, helper, startSimulator } from './support';
-import { helpStructure, inEnglish, lastStatus, nextInput, onlyLoopbackUdp, sleep, statusesOf, text, textKeysOf, until } from './node-support';
+import { inEnglish, lastStatus, nextInput, onlyLoopbackUdp, sleep, statusesOf, text, until } from './node-support';
 
 type Middleware = ((req: { headers: Record<string, string> }, res: any, next: () => void) => void) & { permission?: string };
 
@@ -405,14 +405,5 @@ describe('localbattery-device config node', function () {
       await output;
       should(simulator.stats.violations).eql([]);
     });
-  });
-
-  it('has the same texts in en-US and de, every text it names, and help pages of the same structure in en-US and de', function () {
-    const { english, german, used, help, germanHelp } = textKeysOf('localbattery-device');
-    should(german.sort()).eql(english.sort());
-    should(used).not.be.empty();
-    for (const key of used) should(english).containEql(key);
-    should(help).containEql('data-help-name="localbattery-device"');
-    should(helpStructure(germanHelp)).eql(helpStructure(help));
   });
 });

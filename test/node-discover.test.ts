@@ -7,7 +7,7 @@ import should from 'should';
 import discoverNode = require('../nodes/localbattery-discover');
 import type { DeviceSimulator } from '../src/simulator';
 import { helper, startSimulator } from './support';
-import { helpStructure, inEnglish, lastStatus, nextInput, onlyLoopbackUdp, sleep, statusesOf, text, textKeysOf, until } from './node-support';
+import { inEnglish, lastStatus, nextInput, onlyLoopbackUdp, sleep, statusesOf, text, until } from './node-support';
 
 const IDENTITY = { serialNumber: 'SIMDISC000000007', firmware: 'V1.3.07_R003.001_DISC_00000001' };
 const nodes = [inEnglish(discoverNode)];
@@ -170,14 +170,5 @@ describe('localbattery-discover node', function () {
     should(all).have.length(0);
     should(caught).have.length(0);
     should(udpHandles()).not.be.above(before);
-  });
-
-  it('has the same texts in en-US and de, every text it names, and help pages of the same structure in en-US and de', function () {
-    const { english, german, used, help, germanHelp } = textKeysOf('localbattery-discover');
-    should(german.sort()).eql(english.sort());
-    should(used).not.be.empty();
-    for (const key of used) should(english).containEql(key);
-    should(help).containEql('data-help-name="localbattery-discover"');
-    should(helpStructure(germanHelp)).eql(helpStructure(help));
   });
 });

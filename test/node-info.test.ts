@@ -4,7 +4,7 @@ import deviceNode = require('../nodes/localbattery-device');
 import infoNode = require('../nodes/localbattery-info');
 import type { DeviceSimulator } from '../src/simulator';
 import { deviceConfig, helper, startSimulator } from './support';
-import { helpStructure, inEnglish, lastStatus, nextInput, statusesOf, text, textKeysOf } from './node-support';
+import { inEnglish, lastStatus, nextInput, statusesOf, text } from './node-support';
 
 const IDENTITY = { serialNumber: 'SIMINFO000000042', model: 'SIM-2400', firmware: 'V9.8.7_TEST_00000001' };
 
@@ -148,14 +148,5 @@ describe('localbattery-info node', function () {
       should(describeInfo({ run_time: 125 }).uptime).equal('2m 5s');
       should(describeInfo({ time: '2024-05-01 04:30:00', time_stamp: 1714557600 }).utcOffset).equal(-330);
     });
-  });
-
-  it('has the same texts in en-US and de, every text it names, and help pages of the same structure in en-US and de', function () {
-    const { english, german, used, help, germanHelp } = textKeysOf('localbattery-info');
-    should(german.sort()).eql(english.sort());
-    should(used).not.be.empty();
-    for (const key of used) should(english).containEql(key);
-    should(help).containEql('data-help-name="localbattery-info"');
-    should(helpStructure(germanHelp)).eql(helpStructure(help));
   });
 });

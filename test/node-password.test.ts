@@ -5,7 +5,7 @@ import infoNode = require('../nodes/localbattery-info');
 import passwordNode = require('../nodes/localbattery-password');
 import type { DeviceSimulator } from '../src/simulator';
 import { PASSWORD, deviceConfig, helper, startSimulator } from './support';
-import { helpStructure, inEnglish, lastStatus, nextInput, statusesOf, text, textKeysOf } from './node-support';
+import { inEnglish, lastStatus, nextInput, statusesOf, text } from './node-support';
 
 const nodes = [inEnglish(deviceNode), inEnglish(infoNode), inEnglish(passwordNode)];
 const NEW_PASSWORD = 'n3w-Secret-pw';
@@ -174,14 +174,5 @@ describe('localbattery-password node', function () {
     helper.getNode('pw1').receive({});
     should((await caught).error.message).equal(`Error: ${text('localbattery-password.errors.noDevice')}`);
     should(simulator.stats.requests).equal(0);
-  });
-
-  it('has the same texts in en-US and de, every text it names, and help pages of the same structure in en-US and de', function () {
-    const { english, german, used, help, germanHelp } = textKeysOf('localbattery-password');
-    should(german.sort()).eql(english.sort());
-    should(used).not.be.empty();
-    for (const key of used) should(english).containEql(key);
-    should(help).containEql('data-help-name="localbattery-password"');
-    should(helpStructure(germanHelp)).eql(helpStructure(help));
   });
 });
