@@ -3,7 +3,8 @@
  * every operation of every flow goes through one queue per device:
  * - one request in flight at a time, starts at least `minIntervalMs` apart;
  * - waiting reads are merged into as few GetData requests as the address limit allows;
- * - writes (and other commands) go before reads; a newer write to an address replaces a waiting one;
+ * - writes (and other commands) go before reads, yet a waiting read gets its turn after two of them, so a control
+ *   loop that writes every second cannot starve monitoring; a newer write to an address replaces a waiting one;
  * - the queue is bounded, and close() rejects whatever waits and aborts what is in flight.
  * The spacing itself is kept by a DeviceLine that every scheduler of one device shares, so that two clients
  * (two configurations, or the old and new client across a redeploy) never overlap either.
@@ -15,6 +16,9 @@ import { ClientClosedError, QueueFullError } from './errors';
  * times and connection set-up time varies a little from one request to the next.
  */
 const ARRIVAL_JITTER_MS = 15;
+
+/** Commands that may run in a row while reads wait: writes come first, but reads must not wait for ever. */
+const MAX_COMMANDS_BEFORE_WAITING_READ = 2;
 
 /** One device's request line: one request at a time, starts at least the interval apart. */
 export class DeviceLine {
@@ -140,6 +144,8 @@ export class RequestScheduler {
   private readonly line: DeviceLine;
   private running = false;
   private closed = false;
+  /** Commands run in a row while a read was waiting. */
+  private commandsAheadOfReads = 0;
   private wakeTimer: NodeJS.Timeout | undefined;
   private wake: (() => void) | undefined;
   private kick: NodeJS.Immediate | undefined;
@@ -234,8 +240,14 @@ export class RequestScheduler {
         await this.sleepUntilAllowed();
         if (this.closed) break;
         try {
-          if (this.commands.length > 0) await this.runCommand(this.commands.shift()!);
-          else await this.runReadBatch();
+          const readsWait = this.reads.length > 0;
+          if (this.commands.length > 0 && !(readsWait && this.commandsAheadOfReads >= MAX_COMMANDS_BEFORE_WAITING_READ)) {
+            this.commandsAheadOfReads = readsWait ? this.commandsAheadOfReads + 1 : 0;
+            await this.runCommand(this.commands.shift()!);
+          } else {
+            this.commandsAheadOfReads = 0;
+            await this.runReadBatch();
+          }
         } finally {
           this.line.release(this);
         }

@@ -196,6 +196,20 @@ describe('DeviceClient against the simulator', function () {
       order.should.eql(['read 1', 'write', 'read 2']);
     });
 
+    it('gives a waiting read its turn after two writes, so a control loop cannot starve it', async () => {
+      const order: string[] = [];
+      const first = client.read([address('batterySoc')]).then(() => order.push('read 1'));
+      await new Promise((resolve) => setTimeout(resolve, 50)); // read 1 is now in flight
+      const second = client.read([address('batteryPower')]).then(() => order.push('read 2'));
+      // Three writes wait with read 2: two go first, then the read, then the third.
+      const writes = ['lightSetting', 'feedInPowerLimitSetting', 'maxAcOutputPowerSetting'].map((name) =>
+        client.write(name, name === 'lightSetting' ? 1 : 600).then(() => order.push(name)),
+      );
+      await Promise.all([first, second, ...writes]);
+      order.should.eql(['read 1', 'lightSetting', 'feedInPowerLimitSetting', 'read 2', 'maxAcOutputPowerSetting']);
+      simulator.stats.violations.should.be.empty();
+    });
+
     it('replaces a waiting write to the same address: last write wins', async () => {
       const inFlight = client.read([address('batterySoc')]);
       await new Promise((resolve) => setTimeout(resolve, 50));
