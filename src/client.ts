@@ -201,7 +201,7 @@ export class DeviceClient extends EventEmitter {
    * Changes the device password (User.SetConfig) from the current one to `newPassword`. On success the
    * client uses the new password for everything that follows.
    */
-  changePassword(newPassword: string): Promise<void> {
+  async changePassword(newPassword: string): Promise<void> {
     checkPassword(newPassword, 'new password');
     checkPassword(this.password, 'current password');
     return this.scheduler.command(async (context) => {
@@ -278,7 +278,9 @@ export class DeviceClient extends EventEmitter {
   }
 
   private interpret(operation: string, answer: HttpAnswer): unknown {
-    if (answer.status === 401) throw new UnauthorizedError(!this.authorizedOnce);
+    if (answer.status === 401) {
+      throw new UnauthorizedError(operation === 'User.SetConfig' ? 'wrong-current-password' : this.authorizedOnce ? 'no-longer-accepted' : 'wrong-or-default');
+    }
     if (answer.status !== 200) throw new HttpStatusError(operation, answer.status);
     let body: unknown;
     try {

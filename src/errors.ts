@@ -52,19 +52,22 @@ export class ValidationError extends DeviceError {
 
 /**
  * HTTP 401. The device answers the same way to a wrong password and to any operation while it still has
- * its default password, so `mayBeDefaultPassword` is set until these credentials have worked once.
+ * its default password, so `mayBeDefaultPassword` is set until these credentials have worked once. A 401 to a
+ * password change means the current password is wrong.
  */
 export class UnauthorizedError extends DeviceError {
   readonly mayBeDefaultPassword: boolean;
 
-  constructor(mayBeDefaultPassword: boolean) {
+  constructor(reason: 'wrong-or-default' | 'no-longer-accepted' | 'wrong-current-password') {
     super(
       'UNAUTHORIZED',
-      mayBeDefaultPassword
+      reason === 'wrong-or-default'
         ? 'Unauthorized (401): wrong username or password, or the device still has its default password: set a new one first'
-        : 'Unauthorized (401): the device no longer accepts this username and password',
+        : reason === 'wrong-current-password'
+          ? 'Unauthorized (401): the current password is wrong (on a new device: the default password)'
+          : 'Unauthorized (401): the device no longer accepts this username and password',
     );
-    this.mayBeDefaultPassword = mayBeDefaultPassword;
+    this.mayBeDefaultPassword = reason === 'wrong-or-default';
   }
 }
 
@@ -118,7 +121,13 @@ export class QueueFullError extends DeviceError {
 }
 
 export class ClientClosedError extends DeviceError {
-  constructor() {
-    super('CLOSED', 'The device connection was closed (redeploy or shutdown) before the request was sent');
+  /** `inFlight`: the request had gone out, so the device may have carried it out. */
+  constructor(inFlight = false) {
+    super(
+      'CLOSED',
+      inFlight
+        ? 'The device connection was closed (redeploy or shutdown) while the request was under way: the device may have carried it out'
+        : 'The device connection was closed (redeploy or shutdown) before the request was sent',
+    );
   }
 }

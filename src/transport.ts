@@ -44,7 +44,7 @@ export function exchange(request: HttpExchange): Promise<HttpAnswer> {
         reject(error);
       } else resolve(answer!);
     };
-    const onAbort = () => finish(new ClientClosedError());
+    const onAbort = () => finish(new ClientClosedError(true));
     const req = http.request(
       {
         host: request.host,

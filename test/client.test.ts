@@ -134,9 +134,19 @@ describe('DeviceClient against the simulator', function () {
     it('rejects new passwords that cannot work before sending anything', async () => {
       simulator = await simulatorWith();
       client = clientFor(simulator);
-      (() => client.changePassword('')).should.throw(ValidationError);
-      (() => client.changePassword('x'.repeat(17))).should.throw(/1 to 16 bytes/);
+      await client.changePassword('').should.be.rejectedWith(ValidationError);
+      await client.changePassword('x'.repeat(17)).should.be.rejectedWith(/1 to 16 bytes/);
       simulator.stats.requests.should.equal(0);
+    });
+
+    it('reports a wrong current password on a password change as such, and changes nothing', async () => {
+      simulator = await simulatorWith({ password: undefined, defaultPassword: 'label-pw' });
+      client = clientFor(simulator, { password: 'mistyped' });
+      const error = await client.changePassword('brand-new-pw').then(() => undefined, (e) => e);
+      should(error).be.instanceOf(UnauthorizedError);
+      (error as UnauthorizedError).message.should.match(/current password is wrong/);
+      (error as UnauthorizedError).mayBeDefaultPassword.should.be.false();
+      simulator.hasDefaultPassword.should.be.true();
     });
 
     it('reports a wrong password as unauthorized', async () => {
@@ -294,6 +304,18 @@ describe('DeviceClient against the simulator', function () {
         simulator.stats.violations.should.be.empty();
       });
     }
+
+    it('says that a request cut off by close may have been carried out', async () => {
+      simulator = await simulatorWith({ slowDelayMs: 800 });
+      client = clientFor(simulator, { timeoutMs: 2000 });
+      simulator.setFault('slow', 1);
+      const write = client.write('lightSetting', 1).then(() => undefined, (e: DeviceError) => e);
+      await new Promise((resolve) => setTimeout(resolve, 200)); // the request is now at the device
+      client.close();
+      const error = await write;
+      should(error).have.property('code', 'CLOSED');
+      error!.message.should.match(/under way: the device may have carried it out/);
+    });
 
     it('waits for a slow device within the time-out', async () => {
       simulator = await simulatorWith({ slowDelayMs: 800 });
