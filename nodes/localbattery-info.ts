@@ -15,6 +15,8 @@ interface InfoPayload extends DeviceInfo {
   date?: string;
   /** Minutes the device's wall clock (`time`) is ahead of UTC (`time_stamp`), rounded to a quarter hour. */
   utcOffset?: number;
+  /** `time` in ISO 8601, with the UTC offset where `time_stamp` gives it, else without a zone. */
+  localTime?: string;
   /** `run_time` as text, e.g. "3d 4h 5m". */
   uptime?: string;
 }
@@ -26,6 +28,12 @@ function wallClockMs(time: unknown): number | undefined {
   const [year, month, day, hour, minute, second] = match.slice(1).map((part) => Number(part ?? 0));
   const ms = Date.UTC(year, month - 1, day, hour, minute, second);
   return Number.isFinite(ms) ? ms : undefined;
+}
+
+/** An offset in minutes as ISO 8601 text: 120 -> "+02:00", -330 -> "-05:30". */
+function offsetText(minutes: number): string {
+  const size = Math.abs(minutes);
+  return `${minutes < 0 ? '-' : '+'}${String(Math.floor(size / 60)).padStart(2, '0')}:${String(size % 60).padStart(2, '0')}`;
 }
 
 function uptimeText(seconds: number): string {
@@ -41,11 +49,12 @@ function uptimeText(seconds: number): string {
 function describeInfo(info: DeviceInfo): InfoPayload {
   const payload: InfoPayload = { ...info };
   const stamp = typeof info.time_stamp === 'string' ? Number(info.time_stamp) : info.time_stamp;
+  const wall = wallClockMs(info.time);
   if (typeof stamp === 'number' && Number.isFinite(stamp) && stamp > 0) {
     payload.date = new Date(stamp * 1000).toISOString();
-    const wall = wallClockMs(info.time);
     if (wall !== undefined) payload.utcOffset = Math.round((wall - stamp * 1000) / 900000) * 15;
   }
+  if (wall !== undefined) payload.localTime = new Date(wall).toISOString().slice(0, 19) + (payload.utcOffset === undefined ? '' : offsetText(payload.utcOffset));
   const runTime = typeof info.run_time === 'string' ? Number(info.run_time) : info.run_time;
   if (typeof runTime === 'number' && Number.isFinite(runTime) && runTime >= 0) payload.uptime = uptimeText(runTime);
   return payload;

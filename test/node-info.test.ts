@@ -133,20 +133,21 @@ describe('localbattery-info node', function () {
 
     it('leaves out what the members do not allow', function () {
       should(describeInfo({ type: 'X' })).eql({ type: 'X' });
-      // No time_stamp: the wall clock alone has no zone, so no date.
-      should(describeInfo({ time: '2024-05-01 12:00:00' })).eql({ time: '2024-05-01 12:00:00' });
+      // No time_stamp: the wall clock alone has no zone, so no date, and a local time without a zone.
+      should(describeInfo({ time: '2024-05-01 12:00:00' })).eql({ time: '2024-05-01 12:00:00', localTime: '2024-05-01T12:00:00' });
       const odd = describeInfo({ time: 'noon', time_stamp: 1714557600 });
       should(odd.date).equal('2024-05-01T10:00:00.000Z');
       should(odd).not.have.property('utcOffset');
+      should(odd).not.have.property('localTime');
       should(describeInfo({ time_stamp: 0, run_time: -1 })).eql({ time_stamp: 0, run_time: -1 });
     });
 
     it('reads numeric strings and writes the uptime in words', function () {
       const info = describeInfo({ time: '2024-05-01 12:00:00', time_stamp: '1714557600', run_time: '90061' } as never);
-      should(info).have.properties({ date: '2024-05-01T10:00:00.000Z', utcOffset: 120, uptime: '1d 1h 1m' });
+      should(info).have.properties({ date: '2024-05-01T10:00:00.000Z', utcOffset: 120, localTime: '2024-05-01T12:00:00+02:00', uptime: '1d 1h 1m' });
       should(describeInfo({ run_time: 3725 }).uptime).equal('1h 2m');
       should(describeInfo({ run_time: 125 }).uptime).equal('2m 5s');
-      should(describeInfo({ time: '2024-05-01 04:30:00', time_stamp: 1714557600 }).utcOffset).equal(-330);
+      should(describeInfo({ time: '2024-05-01 04:30:00', time_stamp: 1714557600 })).have.properties({ utcOffset: -330, localTime: '2024-05-01T04:30:00-05:30' });
     });
   });
 });
