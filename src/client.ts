@@ -246,7 +246,8 @@ export class DeviceClient extends EventEmitter {
   private async call(call: Call, context: RequestContext): Promise<unknown> {
     try {
       const target = `/rpc/${call.operation}` + (call.config === undefined ? '' : `?config=${encodeURIComponent(JSON.stringify(call.config))}`);
-      let answer = await this.send(call, target, { realm: call.realm ?? CLIENT_REALM, nonce: call.nonce ?? randomNonce() }, context);
+      // An empty opaque, as in the vendor's own worked example (field notes).
+      let answer = await this.send(call, target, { realm: call.realm ?? CLIENT_REALM, nonce: call.nonce ?? randomNonce(), opaque: '' }, context);
       const challenge = answer.status === 401 && call.realm === undefined ? parseDigestHeader(String(answer.headers['www-authenticate'] ?? '')) : undefined;
       if (challenge?.nonce !== undefined) {
         answer = await this.send(call, target, { realm: challenge.realm ?? CLIENT_REALM, nonce: challenge.nonce, opaque: challenge.opaque }, context);

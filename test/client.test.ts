@@ -1,7 +1,9 @@
 /** Client and scheduler against the simulator over real HTTP on 127.0.0.1. */
+import * as http from 'node:http';
 import should from 'should';
 import { READ_POINTS, pointByName, type ReadPoint } from '../src/catalogue';
 import { DeviceClient, type ClientOptions } from '../src/client';
+import { digestResponse, parseDigestHeader } from '../src/digest';
 import { DeviceError, UnauthorizedError, ValidationError } from '../src/errors';
 import { DeviceSimulator, type Fault, type SimulatorOptions } from '../src/simulator';
 
@@ -107,6 +109,42 @@ describe('DeviceClient against the simulator', function () {
       should(error).be.instanceOf(DeviceError);
       error!.code.should.equal('REFUSED');
       error!.message.should.match(/800/).and.match(/47016/);
+    });
+  });
+
+  describe('request form', () => {
+    it('sends what the field notes describe: POST, empty body, compact encoded JSON, headers, pre-emptive digest', async () => {
+      const seen: { method?: string; url?: string; headers: http.IncomingHttpHeaders; body: string }[] = [];
+      const server = http.createServer((req, res) => {
+        let body = '';
+        req.on('data', (chunk) => (body += chunk));
+        req.on('end', () => {
+          seen.push({ method: req.method, url: req.url, headers: req.headers, body });
+          res.setHeader('Content-Type', 'application/json');
+          res.end(req.url!.startsWith('/rpc/Sys.GetConfig') ? '{"device":{"sn":"X"}}' : '{"6002":"50"}');
+        });
+      });
+      await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+      const port = (server.address() as { port: number }).port;
+      const local = new DeviceClient({ host: '127.0.0.1', port, password: PASSWORD, namespace: 'Maker' });
+      try {
+        const result = await local.read([6002]);
+        should(result.values.get(6002)).equal(50);
+        await local.getDeviceInfo();
+      } finally {
+        local.close();
+        await new Promise((resolve) => server.close(resolve));
+      }
+      const [read, info] = seen;
+      should(read).match({ method: 'POST', url: `/rpc/Maker.GetData?config=${encodeURIComponent('{"t":[6002]}')}`, body: '' });
+      should(info).match({ method: 'GET', url: '/rpc/Sys.GetConfig', body: '' });
+      for (const request of seen) {
+        should(request.headers).match({ connection: 'close', 'content-type': 'application/json' });
+        const digest = parseDigestHeader(request.headers.authorization)!;
+        should(digest).match({ username: 'opend', uri: request.url, algorithm: 'MD5', qop: 'auth', opaque: '' });
+        const { username, realm, nonce, nc, cnonce } = digest;
+        should(digest.response).equal(digestResponse({ username, realm, nonce, nc, cnonce, password: PASSWORD, method: request.method!, uri: request.url! }));
+      }
     });
   });
 

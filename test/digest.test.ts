@@ -25,6 +25,14 @@ function expectedResponse(p: typeof EXAMPLE): string {
 }
 
 describe('digest', function () {
+  it('gives the known answer of RFC 2617 section 3.5 (independent of the formula written here)', function () {
+    const rfc = {
+      username: 'Mufasa', password: 'Circle Of Life', method: 'GET', uri: '/dir/index.html', realm: 'testrealm@host.com',
+      nonce: 'dcd98b7102dd2f0e8b11d0f600bfb0c093', nc: '00000001', cnonce: '0a4f113b',
+    };
+    should(digestResponse(rfc)).equal('6629fae49393a05397450978507c4ef1');
+  });
+
   it('computes the RFC MD5 qop=auth response for the field-notes example', function () {
     const expected = expectedResponse(EXAMPLE);
     should(digestResponse(EXAMPLE)).equal(expected);
