@@ -356,13 +356,14 @@ async function main() {
     return `written, read back: gridCharging ${gridCharging.label}, feedInPowerLimit ${feedInPowerLimit} W, backupSoc ${backupSoc} %`;
   });
 
-  await check('Cheap-hours charging: write + control, then back to self-consumption', async () => {
+  await check('Cheap-hours charging: write + control, then grid charging off and back to self-consumption', async () => {
     const since = Date.now();
     await inject('i3a0000000000001');
     await until('grid charging and charge results', () => debugAt('d3a0000000000001', since).length >= 2, 20000);
     await inject('i3a0000000000002');
-    await until('the mode write result', () => debugAt('d3a0000000000001', since).length >= 3, 15000);
+    await until('the mode and grid charging write results', () => debugAt('d3a0000000000001', since).length >= 4, 15000);
     await until('working mode 1', () => simulator.workingMode === 1, 5000);
+    if (simulator.settings.gridCharging !== 1000) throw new Error(`grid charging still ${simulator.settings.gridCharging}`);
     const errors = debugAt('d3a0000000000001', since).filter((entry) => !entry.msg.payload || entry.msg.payload.result === false);
     if (errors.length) throw new Error(`results ${JSON.stringify(errors.map((entry) => entry.msg.payload))}`);
     return `${debugAt('d3a0000000000001', since).length} results, working mode ${simulator.workingMode}`;

@@ -131,7 +131,7 @@ describe('examples', function () {
     simulator.stats.violations.should.be.empty();
   });
 
-  it('Cheap-hours charging: starts grid charging at the start time and returns to self-consumption', async () => {
+  it('Cheap-hours charging: starts grid charging at the start time, then switches it off and returns to self-consumption', async () => {
     simulator = await startSimulator();
     const { flow, credentials } = prepared('Cheap-hours charging', simulator);
     await helper.load([...OUR_NODES, ...CORE_NODES], flow, credentials);
@@ -150,8 +150,9 @@ describe('examples', function () {
     simulator.value(pointByName('gridCharging')!.address)!.should.equal(1001);
 
     helper.getNode(stop.id).receive({});
-    await until(() => results.length === 3, 10000, 'mode write result');
+    await until(() => results.length === 4, 10000, 'mode and grid charging write results');
     simulator.workingMode.should.equal(1);
+    simulator.value(pointByName('gridCharging')!.address)!.should.equal(1000);
     simulator.stats.violations.should.be.empty();
   });
 
