@@ -107,7 +107,8 @@ export class DeviceClient extends EventEmitter {
   constructor(options: ClientOptions) {
     super();
     if (!options.host || typeof options.host !== 'string') throw new ValidationError('host', options.host, 'an IP address or host name');
-    this.host = options.host.trim();
+    // An IPv6 address may come as in a URL ([::1]); node:http wants it bare.
+    this.host = options.host.trim().replace(/^\[(.*)\]$/, '$1');
     this.port = options.port ?? DEFAULTS.port;
     if (!Number.isInteger(this.port) || this.port < 1 || this.port > 65535) {
       throw new ValidationError('port', options.port, 'an integer from 1 to 65535');

@@ -308,6 +308,12 @@ describe('DeviceClient against the simulator', function () {
       simulator.stats.violations.should.be.empty();
     });
 
+    it('takes an IPv6 address in brackets, as in a URL, and connects to it bare', () => {
+      const v6 = new DeviceClient({ host: ' [::1] ', port: 8080, password: PASSWORD });
+      v6.close();
+      v6.host.should.equal('::1');
+    });
+
     it('never goes below the one-second floor', () => {
       (() => clientFor(simulator, { minIntervalMs: 999 })).should.throw(/at least 1000 ms/);
     });
