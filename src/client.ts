@@ -276,6 +276,7 @@ export class DeviceClient extends EventEmitter {
       timeoutMs: this.timeoutMs,
       operation: call.operation,
       signal: context.signal,
+      onConnected: context.connected,
     });
   }
 

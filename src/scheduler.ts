@@ -55,6 +55,14 @@ export class DeviceLine {
     this.lastStart = performance.now();
   }
 
+  /**
+   * The request of `holder` is only now going out (its connection took a while to open): count the interval from
+   * here, so that the next request cannot reach the device sooner than the interval after this one.
+   */
+  restartClock(holder: object): void {
+    if (this.holder === holder) this.lastStart = performance.now();
+  }
+
   release(holder: object): void {
     if (this.holder !== holder) return;
     this.holder = undefined;
@@ -94,9 +102,13 @@ export function deviceLine(host: string, port: number): DeviceLine {
   return line;
 }
 
-/** Handed to each executor: `gate` waits for the next allowed start (call it before every request). */
+/**
+ * Handed to each executor: `gate` waits for the next allowed start (call it before every request), `connected`
+ * marks the moment the request's connection is up.
+ */
 export interface RequestContext {
   gate: () => Promise<void>;
+  connected: () => void;
   signal: AbortSignal;
 }
 
@@ -264,6 +276,7 @@ export class RequestScheduler {
       await this.line.acquire(this, this.options.minIntervalMs, this.abort.signal);
       this.requestCount++;
     },
+    connected: () => this.line.restartClock(this),
     signal: this.abort.signal,
   };
 

@@ -16,6 +16,8 @@ export interface HttpExchange {
   /** Name of the operation, for error messages. */
   operation: string;
   signal?: AbortSignal;
+  /** Called when the connection is up, just before the request goes out. */
+  onConnected?: () => void;
 }
 
 export interface HttpAnswer {
@@ -82,6 +84,7 @@ export function exchange(request: HttpExchange): Promise<HttpAnswer> {
     const timer = setTimeout(() => finish(new TimeoutError(request.operation, request.timeoutMs)), request.timeoutMs);
     request.signal?.addEventListener('abort', onAbort);
     req.on('error', (error: NodeJS.ErrnoException) => finish(new UnreachableError(`${request.host}:${request.port}`, error)));
+    req.on('socket', (socket) => socket.once('connect', () => request.onConnected?.()));
     req.end();
   });
 }

@@ -5,6 +5,7 @@ import { READ_POINTS, pointByName, type ReadPoint } from '../src/catalogue';
 import { DeviceClient, type ClientOptions } from '../src/client';
 import { digestResponse, parseDigestHeader } from '../src/digest';
 import { DeviceError, UnauthorizedError, ValidationError } from '../src/errors';
+import { DeviceLine } from '../src/scheduler';
 import { DeviceSimulator, type Fault, type SimulatorOptions } from '../src/simulator';
 
 const PASSWORD = 'secret-pass';
@@ -312,6 +313,20 @@ describe('DeviceClient against the simulator', function () {
       const v6 = new DeviceClient({ host: ' [::1] ', port: 8080, password: PASSWORD });
       v6.close();
       v6.host.should.equal('::1');
+    });
+
+    it('counts the interval from the moment a request\'s connection is up, when that comes late', async () => {
+      const line = new DeviceLine();
+      const holder = {};
+      await line.acquire(holder, 1000, new AbortController().signal);
+      await new Promise((resolve) => setTimeout(resolve, 300)); // a connection that takes 300 ms to open
+      line.delayFor(1000).should.be.below(800);
+      line.restartClock(holder);
+      line.delayFor(1000).should.be.aboveOrEqual(1000);
+      line.restartClock({}); // only the holder moves the clock
+      line.release(holder);
+      line.restartClock(holder);
+      line.delayFor(1000).should.be.aboveOrEqual(990);
     });
 
     it('never goes below the one-second floor', () => {
