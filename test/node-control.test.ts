@@ -3,11 +3,11 @@ import should from 'should';
 import deviceNode = require('../nodes/localbattery-device');
 import controlNode = require('../nodes/localbattery-control');
 import writeNode = require('../nodes/localbattery-write');
-import { REAL_TIME, WORKING_MODES, catalogueJson, pointByName, writePointByAddress, type ReadPoint } from '../src/catalogue';
+import { REAL_TIME, WORKING_MODES, pointByName, writePointByAddress, type ReadPoint } from '../src/catalogue';
 import { STATE_CODES } from '../src/control';
 import type { DeviceSimulator } from '../src/simulator';
 import { deviceConfig, helper, startSimulator } from './support';
-import { inEnglish, runEditorScript, watchAfterClose, lastStatus, nextInput, sleep, statusesOf, text, until } from './node-support';
+import { type EditorUnderTest, inEnglish, loadEditorScript, watchAfterClose, lastStatus, nextInput, sleep, statusesOf, text, until } from './node-support';
 
 const nodes = [inEnglish(deviceNode), inEnglish(controlNode), inEnglish(writeNode)];
 const TIME = '\\d{1,2}:\\d{2}:\\d{2}( [AP]M)?';
@@ -285,39 +285,21 @@ describe('localbattery-control node', function () {
 });
 
 describe('localbattery-control editor validation', function () {
-  let definition: any;
-  let finishLoad: () => void;
-  let revalidated: number;
+  let editor: EditorUnderTest;
 
   beforeEach(function () {
-    revalidated = 0;
-    const loaded = new Promise<unknown>((resolve) => {
-      finishLoad = () => resolve(catalogueJson());
-    });
-    const RED = {
-      nodes: {
-        // As the editor does: the definition gets an `_` that knows this package's texts.
-        registerType: (_type: string, def: any) => {
-          def._ = text;
-          definition = def;
-        },
-        eachNode: (visit: (node: unknown) => void) => visit({ type: 'localbattery-control' }),
-      },
-      editor: { validateNode: () => revalidated++ },
-      view: { redraw: () => undefined },
-    };
-    runEditorScript('localbattery-control', { RED, $: { getJSON: () => loaded } });
+    editor = loadEditorScript('localbattery-control');
   });
 
-  const check = (field: string, v: unknown) => definition.defaults[field].validate.call({}, v, {});
+  const check = (field: string, v: unknown) => editor.definition.defaults[field].validate.call({}, v, {});
 
   it('checks power and SOC as integers first, against the catalogue bounds once loaded', async function () {
     should(check('power', String(power.max! + 1))).be.true();
     should(check('power', '12.5')).equal(text('localbattery-control.validation.number'));
     should(check('chargeSoc', '')).equal(text('localbattery-control.validation.number'));
 
-    finishLoad();
-    await until(() => revalidated > 0, 1000, 'revalidation after loading');
+    editor.finishLoad();
+    await until(() => editor.revalidated > 0, 1000, 'revalidation after loading');
     should(check('power', String(power.max))).be.true();
     should(check('power', String(power.min))).be.true();
     should(check('power', String(power.max! + 1))).equal(text('localbattery-control.validation.power', { min: power.min, max: power.max }));
@@ -325,7 +307,7 @@ describe('localbattery-control editor validation', function () {
     should(check('chargeSoc', String(soc.max! + 1))).equal(text('localbattery-control.validation.soc', { min: soc.min, max: soc.max }));
     should(check('dischargeSoc', String(soc.min! - 1))).be.a.String();
     should(check('dischargeSoc', String(soc.min))).be.true();
-    should(definition.defaults.power.validate.call({}, 'x')).be.false();
+    should(editor.definition.defaults.power.validate.call({}, 'x')).be.false();
   });
 
   it('wants repeat and re-check times of 0 or more seconds', function () {
@@ -340,9 +322,9 @@ describe('localbattery-control editor validation', function () {
 
   it('starts with defaults that pass its own validation', async function () {
     check('power', '1');
-    finishLoad();
-    await until(() => revalidated > 0, 1000, 'revalidation after loading');
-    for (const spec of Object.values<any>(definition.defaults)) {
+    editor.finishLoad();
+    await until(() => editor.revalidated > 0, 1000, 'revalidation after loading');
+    for (const spec of Object.values<any>(editor.definition.defaults)) {
       if (spec.validate) should(spec.validate.call({}, spec.value, {})).be.true();
     }
   });

@@ -9,6 +9,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import * as vm from 'node:vm';
 import type { NodeAPI } from 'node-red';
+import { catalogueJson } from '../src/catalogue';
 
 const { name: packageName } = JSON.parse(fs.readFileSync(path.resolve(__dirname, '..', '..', 'package.json'), 'utf8'));
 const LOCALES = path.resolve(__dirname, '..', 'nodes', 'locales');
@@ -117,19 +118,55 @@ export function helpStructure(html: string): { type?: string; properties: string
   };
 }
 
+/** A node type's editor definition, run in a stand-in editor whose catalogue request waits for `finishLoad`. */
+export interface EditorUnderTest {
+  definition: any;
+  /** Answers the catalogue request. */
+  finishLoad: () => void;
+  /** URLs the editor script asked for. */
+  requests: string[];
+  /** How often a node was validated again. */
+  revalidated: number;
+}
+
 /**
  * Runs a node type's editor script as the editor does: the package's shared catalogue script (which the .html loads
- * from the package's resources) first, then the node's own script, both with `globals` and `window` as the global.
+ * from the package's resources) first, then the node's own script, with `window` as the global. `RED` members
+ * beyond what every script uses come in `extraRED`.
  */
-export function runEditorScript(nodeType: string, globals: Record<string, unknown>): void {
+export function loadEditorScript(nodeType: string, extraRED: Record<string, unknown> = {}): EditorUnderTest {
   const root = path.resolve(__dirname, '..', '..');
   const source = fs.readFileSync(path.join(root, 'nodes', `${nodeType}.html`), 'utf8');
   const shared = `resources/${packageName}/editor-catalogue.js`;
   if (!source.includes(`<script src="${shared}"></script>`)) throw new Error(`${nodeType}.html does not load ${shared}`);
-  const context = vm.createContext({ ...globals });
+  const editor = { requests: [] as string[], revalidated: 0 } as EditorUnderTest;
+  const loaded = new Promise<unknown>((resolve) => {
+    editor.finishLoad = () => resolve(catalogueJson());
+  });
+  const $ = Object.assign(() => ({ length: 0 }), {
+    getJSON: (url: string) => {
+      editor.requests.push(url);
+      return loaded;
+    },
+  });
+  const RED = {
+    nodes: {
+      // As the editor does: the definition gets an `_` that knows this package's texts.
+      registerType: (_type: string, definition: any) => {
+        definition._ = text;
+        editor.definition = definition;
+      },
+      eachNode: (visit: (node: unknown) => void) => visit({ type: nodeType }),
+    },
+    editor: { validateNode: () => editor.revalidated++ },
+    view: { redraw: () => undefined },
+    ...extraRED,
+  };
+  const context = vm.createContext({ RED, $ });
   context.window = context;
   vm.runInContext(fs.readFileSync(path.join(root, 'resources', 'editor-catalogue.js'), 'utf8'), context);
   vm.runInContext(/<script type="text\/javascript">([\s\S]*?)<\/script>/.exec(source)![1], context);
+  return editor;
 }
 
 /** Records every status, send and error call `node` makes from now on (the helper's spies end with unload). */

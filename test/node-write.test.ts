@@ -3,11 +3,11 @@ import should from 'should';
 import deviceNode = require('../nodes/localbattery-device');
 import writeNode = require('../nodes/localbattery-write');
 import {
-  CONTROL_STATES, REAL_TIME, WORKING_MODES, catalogueJson, describeAllowed, pointByName, resolveWritePoint, type ReadPoint, type WritePoint,
+  CONTROL_STATES, REAL_TIME, WORKING_MODES, describeAllowed, pointByName, resolveWritePoint, type ReadPoint, type WritePoint,
 } from '../src/catalogue';
 import type { DeviceSimulator } from '../src/simulator';
 import { deviceConfig, helper, startSimulator } from './support';
-import { inEnglish, runEditorScript, watchAfterClose, lastStatus, nextInput, sleep, statusesOf, text, until } from './node-support';
+import { type EditorUnderTest, inEnglish, loadEditorScript, watchAfterClose, lastStatus, nextInput, sleep, statusesOf, text, until } from './node-support';
 
 const nodes = [inEnglish(deviceNode), inEnglish(writeNode)];
 const TIME = '\\d{1,2}:\\d{2}:\\d{2}( [AP]M)?';
@@ -319,41 +319,16 @@ describe('localbattery-write node', function () {
 });
 
 describe('localbattery-write editor validation', function () {
-  let definition: any;
-  let finishLoad: () => void;
-  let requests: string[];
-  let revalidated: number;
+  let editor: EditorUnderTest;
 
   beforeEach(function () {
-    requests = [];
-    revalidated = 0;
-    const loaded = new Promise<unknown>((resolve) => {
-      finishLoad = () => resolve(catalogueJson());
-    });
-    const $ = Object.assign(() => ({ length: 0 }), {
-      getJSON: (url: string) => {
-        requests.push(url);
-        return loaded;
-      },
-    });
-    const RED = {
-      nodes: {
-        // As the editor does: the definition gets an `_` that knows this package's texts.
-        registerType: (_type: string, def: any) => {
-          def._ = text;
-          definition = def;
-        },
-        eachNode: (visit: (node: unknown) => void) => visit({ type: 'localbattery-write' }),
-      },
-      editor: { validateNode: () => revalidated++ },
-      view: { redraw: () => undefined },
+    editor = loadEditorScript('localbattery-write', {
       utils: { validateTypedProperty: (v: string, type: string) => (type === 'json' && !/^[[\d]/.test(v) ? 'bad JSON' : true) },
-    };
-    runEditorScript('localbattery-write', { RED, $ });
+    });
   });
 
-  const value = (node: Record<string, unknown>, v: string) => definition.defaults.value.validate.call(node, v, {});
-  const point = (v: string) => definition.defaults.point.validate.call({}, v, {});
+  const value = (node: Record<string, unknown>, v: string) => editor.definition.defaults.value.validate.call(node, v, {});
+  const point = (v: string) => editor.definition.defaults.point.validate.call({}, v, {});
 
   it('checks only that a constant is a number until the catalogue has loaded, then its range', async function () {
     const limit = writePoint('feedInPowerLimitSetting');
@@ -362,23 +337,23 @@ describe('localbattery-write editor validation', function () {
     should(value(node, 'abc')).equal(text('localbattery-write.validation.number'));
     should(value(node, '')).equal(text('localbattery-write.validation.number'));
     should(point('noSuchPoint')).be.true();
-    should(requests).eql(['localbattery/catalogue']);
+    should(editor.requests).eql(['localbattery/catalogue']);
 
-    finishLoad();
-    await until(() => revalidated > 0, 1000, 'revalidation after loading');
-    should(requests).have.length(1);
+    editor.finishLoad();
+    await until(() => editor.revalidated > 0, 1000, 'revalidation after loading');
+    should(editor.requests).have.length(1);
     should(value(node, String(limit.max))).be.true();
     should(value(node, String(limit.max! + 1))).equal(
       text('localbattery-write.validation.range', { value: limit.max! + 1, point: limit.name, allowed: describeAllowed(limit) }),
     );
     should(value(node, String(limit.min! + 0.5))).be.a.String();
-    should(definition.defaults.value.validate.call(node, 'abc')).be.false();
+    should(editor.definition.defaults.value.validate.call(node, 'abc')).be.false();
   });
 
   it('checks enum options, labels, three-value control writes and point names once loaded', async function () {
     point('');
-    finishLoad();
-    await until(() => revalidated > 0, 1000, 'revalidation after loading');
+    editor.finishLoad();
+    await until(() => editor.revalidated > 0, 1000, 'revalidation after loading');
     const light = writePoint('lightSetting') as WritePoint;
     should(value({ point: light.name, valueType: 'enum' }, String(light.enum![0].value))).be.true();
     should(value({ point: light.name, valueType: 'enum' }, '7')).be.a.String();
