@@ -156,6 +156,7 @@ export function loadEditorScript(nodeType: string, extraRED: Record<string, unkn
         definition._ = text;
         editor.definition = definition;
       },
+      getType: (type: string) => (type === nodeType ? editor.definition : undefined),
       eachNode: (visit: (node: unknown) => void) => visit({ type: nodeType }),
     },
     editor: { validateNode: () => editor.revalidated++ },
