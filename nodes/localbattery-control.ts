@@ -19,7 +19,7 @@ import {
   type SentSetpoint,
 } from '../src/control';
 import { RefusedError, ValidationError } from '../src/errors';
-import { deviceOf, serveDevice, timeOfDay } from './shared';
+import { deviceOf, serveDevice, timeOfDay, keepErrorCodes } from './shared';
 
 interface ControlDef extends NodeDef {
   device: string;
@@ -56,6 +56,7 @@ export = function (RED: NodeAPI) {
   function ControlNode(this: Node, def: ControlDef) {
     RED.nodes.createNode(this, def);
     const node = this;
+    keepErrorCodes(RED, node);
     const missing = RED._('localbattery-control.errors.noDevice');
     const device = deviceOf(RED, node, def.device, missing);
 

@@ -5,7 +5,7 @@
 import type { Node, NodeAPI, NodeDef, NodeMessage, NodeMessageInFlow } from 'node-red';
 import { DEVICE_PORT, LOCAL_PORT, discover, type DiscoveryOptions } from '../src/discovery';
 import { ValidationError } from '../src/errors';
-import { errorStatus } from './shared';
+import { errorStatus, keepErrorCodes } from './shared';
 
 interface DiscoverDef extends NodeDef {
   target?: string;
@@ -45,6 +45,7 @@ export = function (RED: NodeAPI) {
   function DiscoverNode(this: Node, config: DiscoverDef) {
     RED.nodes.createNode(this, config);
     const node = this;
+    keepErrorCodes(RED, node);
     let settings: Required<Pick<DiscoveryOptions, 'port' | 'localPort' | 'listenMs'>> & { target?: string };
     let configError: Error | undefined;
     try {

@@ -4,7 +4,7 @@
  */
 import type { Node, NodeAPI, NodeDef } from 'node-red';
 import type { DeviceInfo } from '../src/client';
-import { deviceOf, serveDevice } from './shared';
+import { deviceOf, serveDevice, keepErrorCodes } from './shared';
 
 interface InfoDef extends NodeDef {
   device: string;
@@ -64,6 +64,7 @@ function register(RED: NodeAPI) {
   function InfoNode(this: Node, config: InfoDef) {
     RED.nodes.createNode(this, config);
     const node = this;
+    keepErrorCodes(RED, node);
     const missing = RED._('localbattery-info.errors.noDevice');
     const device = deviceOf(RED, node, config.device, missing);
     const life = serveDevice(node, device, missing, async (msg, client) => {

@@ -7,7 +7,7 @@
 import type { Node, NodeAPI, NodeDef, NodeMessageInFlow } from 'node-red';
 import { ValidationError } from '../src/errors';
 import { checkPassword, MAX_PASSWORD_BYTES } from '../src/password-crypto';
-import { deviceOf, serveDevice } from './shared';
+import { deviceOf, serveDevice, keepErrorCodes } from './shared';
 
 interface PasswordDef extends NodeDef {
   device: string;
@@ -23,6 +23,7 @@ export = function (RED: NodeAPI) {
   function PasswordNode(this: Node<PasswordCredentials>, config: PasswordDef) {
     RED.nodes.createNode(this, config);
     const node = this;
+    keepErrorCodes(RED, node);
     const fromPayload = config.source === 'payload';
     const missing = RED._('localbattery-password.errors.noDevice');
     const device = deviceOf(RED, node, config.device, missing);

@@ -6,7 +6,7 @@ import type { Node, NodeAPI, NodeDef, NodeMessage } from 'node-red';
 import { describeValue, readPointByAddress, resolveReadAddresses, type DecodedValue } from '../src/catalogue';
 import type { ReadResult } from '../src/client';
 import { ValidationError } from '../src/errors';
-import { clientOf, deviceOf, errorStatus, timeOfDay } from './shared';
+import { clientOf, deviceOf, errorStatus, timeOfDay, keepErrorCodes } from './shared';
 
 type OutputMode = 'object' | 'address' | 'split';
 
@@ -56,6 +56,7 @@ export = function (RED: NodeAPI) {
   function ReadNode(this: Node, def: ReadDef) {
     RED.nodes.createNode(this, def);
     const node = this;
+    keepErrorCodes(RED, node);
     const mode: OutputMode = def.output === 'address' || def.output === 'split' ? def.output : 'object';
     const topicPrefix = typeof def.topicPrefix === 'string' ? def.topicPrefix : '';
     const decode = def.decode === true;

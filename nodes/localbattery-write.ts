@@ -6,7 +6,7 @@ import type { Node, NodeAPI, NodeDef, NodeMessageInFlow } from 'node-red';
 import { resolveWritePoint, validateWrite, type WritePoint } from '../src/catalogue';
 import { RefusedError, ValidationError } from '../src/errors';
 import type { DeviceClient } from '../src/client';
-import { deviceOf, serveDevice, timeOfDay } from './shared';
+import { deviceOf, serveDevice, timeOfDay, keepErrorCodes } from './shared';
 
 interface WriteDef extends NodeDef {
   device: string;
@@ -27,6 +27,7 @@ export = function (RED: NodeAPI) {
   function WriteNode(this: Node, def: WriteDef) {
     RED.nodes.createNode(this, def);
     const node = this;
+    keepErrorCodes(RED, node);
     const missing = RED._('localbattery-write.errors.noDevice');
     const device = deviceOf(RED, node, def.device, missing);
 

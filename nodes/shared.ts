@@ -99,3 +99,47 @@ export function serveDevice<M extends NodeMessageInFlow, T = undefined>(
   });
   return life;
 }
+
+/** Error codes on their way to Catch nodes, by reporting node id (see keepErrorCodes). */
+const deliveringCodes = new Map<string, { message: string; code: string }>();
+const CODE_HOOK = 'onReceive.localbatteryErrorCode';
+
+interface HookingRED {
+  version?: () => string;
+  hooks?: { has(name: string): boolean; add(name: string, hook: (event: { msg: NodeMessage & { error?: Record<string, unknown> } }) => void): void };
+}
+
+/** Node-RED copies `error.code` into what a Catch node receives from 4.1 on; before, the code was lost. */
+function copiesErrorCodes(version: string): boolean {
+  const [major, minor] = version.split('.').map(Number);
+  return major > 4 || (major === 4 && minor >= 1);
+}
+
+/**
+ * Makes `msg.error.code` reach Catch nodes on Node-RED before 4.1, as 4.1 does itself: `node.error` (which done(err)
+ * calls) notes the code while Node-RED hands the error to the Catch nodes, synchronously, and a receive hook puts it
+ * on their message. Nothing is installed on a runtime that does it already.
+ */
+export function keepErrorCodes(RED: unknown, node: Node): void {
+  const { version, hooks } = RED as HookingRED;
+  if (typeof version !== 'function' || !hooks || copiesErrorCodes(version())) return;
+  if (!hooks.has(CODE_HOOK)) {
+    hooks.add(CODE_HOOK, (event) => {
+      const error = event.msg.error;
+      const source = error?.source as { id?: string } | undefined;
+      const pending = source?.id === undefined ? undefined : deliveringCodes.get(source.id);
+      if (error && pending && error.code === undefined && error.message === pending.message) error.code = pending.code;
+    });
+  }
+  const report = node.error.bind(node);
+  node.error = (logMessage: unknown, msg?: NodeMessage) => {
+    const code = (logMessage as { code?: unknown } | null)?.code;
+    if (typeof code !== 'string') return report(logMessage, msg);
+    deliveringCodes.set(node.id, { message: String(logMessage), code });
+    try {
+      report(logMessage, msg);
+    } finally {
+      deliveringCodes.delete(node.id);
+    }
+  };
+}

@@ -28,13 +28,25 @@ function example(name: string): FlowNode[] {
   return JSON.parse(fs.readFileSync(path.join(EXAMPLES, `${name}.json`), 'utf8'));
 }
 
-/** The example pointed at the simulator, debug nodes replaced by helper nodes. */
-function prepared(name: string, simulator: DeviceSimulator, devicePassword = PASSWORD) {
+/** Node types that make the device do something: examples import them disabled, for the user to arm. */
+const WRITER_TYPES = ['localbattery-write', 'localbattery-control', 'localbattery-password'];
+/** Operations that change the device (SetData under whatever namespace the device uses). */
+const isWriteOperation = (operation: string) => /\.SetData$|^User\.SetConfig$/.test(operation);
+
+/**
+ * The example pointed at the simulator, debug nodes replaced by helper nodes; `armed`: its disabled nodes enabled,
+ * as the user does following the comment.
+ */
+function prepared(name: string, simulator: DeviceSimulator, devicePassword = PASSWORD, armed = true) {
   // Import puts the nodes on a tab, as the editor's Import does.
   const flow: FlowNode[] = example(name).map((node): FlowNode => {
     if (node.type === 'localbattery-device') return { ...node, host: '127.0.0.1', port: simulator.port, timeout: 3000 };
     if (node.type === 'debug') return { id: node.id, z: 'tab', type: 'helper', name: node.name, wires: [] };
-    return { ...node, z: 'tab' };
+    // Never broadcast from a test: discovery asks the simulator on loopback only.
+    if (node.type === 'localbattery-discover') return { ...node, z: 'tab', target: '127.0.0.1', port: simulator.udpPort ?? 8099, localPort: 0, listenTime: 1 };
+    const copy: FlowNode = { ...node, z: 'tab' };
+    if (armed) delete copy.d;
+    return copy;
   });
   flow.unshift({ id: 'tab', type: 'tab', label: name });
   const device = flow.find((node) => node.type === 'localbattery-device')!;
@@ -156,8 +168,20 @@ describe('examples', function () {
     simulator.stats.violations.should.be.empty();
   });
 
-  it('Settings: writes grid charging, feed-in limit and backup SOC, and reads them back', async () => {
-    simulator = await startSimulator();
+  it('Zero feed-in: hands control back (working mode 1) once the loop is disabled again', async () => {
+    simulator = await startSimulator({ workingMode: 4 });
+    const { flow, credentials } = prepared('Zero feed-in', simulator);
+    // As the comment says: 'battery setpoint' disabled again and deployed, then the click.
+    flow.find((n) => n.type === 'localbattery-control')!.d = true;
+    await helper.load([...OUR_NODES, ...CORE_NODES], flow, credentials);
+    const sent = nextMessage(idOf(flow, (n) => n.type === 'helper'));
+    helper.getNode(idOf(flow, (n) => n.name === 'hand control back')).receive({});
+    (await sent).payload.should.eql({ result: true });
+    simulator.workingMode.should.equal(1);
+  });
+
+  it('Settings: writes grid charging, feed-in limit and backup SOC, hands control back, and reads them back', async () => {
+    simulator = await startSimulator({ workingMode: 4 });
     const { flow, credentials } = prepared('Settings', simulator);
     await helper.load([...OUR_NODES, ...CORE_NODES], flow, credentials);
     const writeResult = idOf(flow, (n) => n.type === 'helper' && n.name === 'write result');
@@ -165,8 +189,9 @@ describe('examples', function () {
     const written: FlowNode[] = [];
     helper.getNode(writeResult).on('input', (msg: FlowNode) => written.push(msg));
     for (const inject of flow.filter((n) => n.type === 'inject' && n.name !== 'read back')) helper.getNode(inject.id).receive({});
-    await until(() => written.length === 3, 15000, 'three write results');
+    await until(() => written.length === 4, 15000, 'four write results');
     written.forEach((msg) => msg.payload.should.eql({ result: true }));
+    simulator.workingMode.should.equal(1);
 
     const readBack = nextMessage(settings);
     helper.getNode(idOf(flow, (n) => n.name === 'read back')).receive({});
@@ -192,9 +217,6 @@ describe('examples', function () {
     const defaultPassword = simulator.password;
     simulator.hasDefaultPassword.should.be.true();
     const { flow, credentials } = prepared('First-time setup', simulator, defaultPassword);
-    // Never broadcast from a test: ask the simulator on loopback only.
-    const discover = flow.find((n) => n.type === 'localbattery-discover')!;
-    Object.assign(discover, { target: '127.0.0.1', port: simulator.udpPort, localPort: 0, listenTime: 1 });
     const setter = flow.find((n) => n.type === 'localbattery-password')!;
     credentials[setter.id] = { password: 'my-new-pass' };
     await helper.load([...OUR_NODES, ...CORE_NODES], flow, credentials);
@@ -210,5 +232,42 @@ describe('examples', function () {
     JSON.stringify(msg).should.not.containEql('my-new-pass');
     simulator.hasDefaultPassword.should.be.false();
     simulator.password.should.equal('my-new-pass');
+  });
+
+  describe('imported as they are, inert', function () {
+    const files = fs.readdirSync(EXAMPLES).filter((file) => file.endsWith('.json'));
+
+    it('disable every node that writes to the device, and the comment names each one and how to arm it', () => {
+      for (const file of files) {
+        const flow: FlowNode[] = JSON.parse(fs.readFileSync(path.join(EXAMPLES, file), 'utf8'));
+        const writers = flow.filter((node) => WRITER_TYPES.includes(node.type));
+        for (const node of writers) {
+          should(node.d).equal(true, `${file}: ${node.type} ${node.name} is imported disabled`);
+          flow[0].info.should.containEql(`'${node.name}'`, `${file}: the comment names '${node.name}'`);
+        }
+        if (writers.length > 0) flow[0].info.should.match(/enable node[\s\S]*deploy/);
+        // Control (real-time or a changed working mode) can be handed back: a write of working mode 1.
+        if (writers.some((node) => node.type === 'localbattery-control' || node.point === 'workingModeSetting')) {
+          flow.some((node) => node.point === 'workingModeSetting' && node.type === 'localbattery-write').should.be.true(`${file} hands control back`);
+          flow[0].info.should.match(/hand(s)? control back/);
+        }
+      }
+    });
+
+    for (const file of files) {
+      const name = file.replace(/\.json$/, '');
+      it(`${name}: nothing reaches the device that changes it, even with every inject clicked`, async function () {
+        simulator = await startSimulator({ udpPort: 0 });
+        const { flow, credentials } = prepared(name, simulator, PASSWORD, false);
+        for (const node of flow) if (node.type === 'localbattery-password') credentials[node.id] = { password: 'my-new-pass' };
+        await helper.load([...OUR_NODES, ...CORE_NODES], flow, credentials);
+        for (const inject of flow.filter((node) => node.type === 'inject')) helper.getNode(inject.id).receive({});
+        // Long enough for polls, the zero feed-in loop and every click to have gone as far as they go.
+        await new Promise((resolve) => setTimeout(resolve, 3000));
+        const writes = Object.entries(simulator.stats.byOperation).filter(([operation]) => isWriteOperation(operation));
+        writes.should.eql([], `${name}: requests that change the device before arming`);
+        simulator.password.should.equal(PASSWORD);
+      });
+    }
   });
 });

@@ -6,6 +6,23 @@ import { DeviceSimulator, type SimulatorOptions } from '../src/simulator';
 // by default the node-red of this package's devDependencies.
 helper.init(process.env.NODE_RED_RUNTIME || require.resolve('node-red'));
 
+// The helper builds the nodes' RED from a stand-in runtime without `hooks` and `version`, which Node-RED gives every
+// node: fill them in from the runtime under test, so the nodes see what they see in Node-RED.
+const internals = helper as unknown as {
+  _RED: { hooks: unknown; version(): string };
+  _registryUtil?: { createNodeApi(node: unknown): Record<string, unknown> };
+};
+const registryUtil = internals._registryUtil;
+if (registryUtil) {
+  const createNodeApi = registryUtil.createNodeApi.bind(registryUtil);
+  registryUtil.createNodeApi = (node: unknown) => {
+    const api = createNodeApi(node);
+    api.hooks ??= internals._RED.hooks;
+    api.version ??= () => internals._RED.version();
+    return api;
+  };
+}
+
 export const PASSWORD = 'test-secret-1';
 
 export async function startSimulator(options: SimulatorOptions = {}): Promise<DeviceSimulator> {
