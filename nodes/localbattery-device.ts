@@ -42,7 +42,23 @@ function optionsFrom(settings: Partial<Record<keyof DeviceDef, unknown>>, passwo
   };
 }
 
+/** `${NAME}` as a whole value: Node-RED's form of an environment variable in node properties. */
+const ENV_VAR = /^\$\{(\S+)\}$/;
+
 export = function (RED: NodeAPI) {
+  const getSetting = (RED.util as unknown as { getSetting(node: Node | null, name: string): unknown }).getSetting;
+
+  /**
+   * Puts in an environment variable as Node-RED does in node properties (where it does not: credentials, and what
+   * the editor sends); an undefined variable leaves the text, which then fails validation naming the field.
+   */
+  function withEnv(value: unknown, node: Node | null): unknown {
+    const match = typeof value === 'string' ? ENV_VAR.exec(value) : null;
+    if (!match) return value;
+    const resolved = getSetting(node, match[1]);
+    return resolved === undefined ? value : resolved;
+  }
+
   function statusOf(state: ConnectionState): NodeStatus {
     switch (state) {
       case 'ok':
@@ -88,7 +104,8 @@ export = function (RED: NodeAPI) {
     };
 
     try {
-      options = optionsFrom(def, node.credentials?.password);
+      const password = withEnv(node.credentials?.password, node);
+      options = optionsFrom(def, password === undefined ? undefined : String(password));
       acquire();
       if (pool.clientsFor(options.host, options.port) > 1) node.warn(RED._('localbattery-device.warn.sharedDevice', { host: options.host }));
     } catch (error) {
@@ -143,12 +160,15 @@ export = function (RED: NodeAPI) {
 
   /** Settings from the editor, with the stored password of node `id` where the editor sent the placeholder. */
   function editorOptions(body: Record<string, unknown>, passwordField: string): ClientOptions {
-    let password = typeof body[passwordField] === 'string' ? (body[passwordField] as string) : '';
+    const deployed = typeof body.id === 'string' ? RED.nodes.getNode(body.id) : null;
     // Only a device configuration's own password: any other node's secret must not go to a host the request names.
-    if ((password === STORED_PASSWORD || password === '') && typeof body.id === 'string' && RED.nodes.getNode(body.id)?.type === 'localbattery-device') {
-      password = (RED.nodes.getCredentials(body.id) as DeviceCredentials | undefined)?.password ?? '';
+    const own = deployed?.type === 'localbattery-device' ? deployed : null;
+    let password: unknown = typeof body[passwordField] === 'string' ? body[passwordField] : '';
+    if ((password === STORED_PASSWORD || password === '') && own) {
+      password = (RED.nodes.getCredentials(own.id) as DeviceCredentials | undefined)?.password ?? '';
     }
-    return optionsFrom(body as Partial<Record<keyof DeviceDef, unknown>>, password);
+    const settings = Object.fromEntries(Object.entries(body).map(([key, value]) => [key, withEnv(value, own)]));
+    return optionsFrom(settings as Partial<Record<keyof DeviceDef, unknown>>, String(withEnv(password, own) ?? ''));
   }
 
   RED.httpAdmin.post('/localbattery/test', write, async (req: Request, res: Response) => {

@@ -5,7 +5,7 @@
 import type { Node, NodeAPI, NodeDef, NodeMessage } from 'node-red';
 import { describeValue, readPointByAddress, resolveReadAddresses, type DecodedValue } from '../src/catalogue';
 import type { ReadResult } from '../src/client';
-import { ValidationError } from '../src/errors';
+import { DeviceError, ValidationError } from '../src/errors';
 import { clientOf, deviceOf, errorStatus, timeOfDay, keepErrorCodes } from './shared';
 
 type OutputMode = 'object' | 'address' | 'split';
@@ -20,6 +20,10 @@ interface ReadDef extends NodeDef {
   topicPrefix: string;
   decode: boolean;
   onlyChange: boolean;
+  /** Only on change: how far a numeric value must move to count as changed, e.g. "20" or "20, batterySoc=1". */
+  deadband?: string;
+  /** Only on change: seconds after which the current values are sent even without a change; empty or 0: never. */
+  heartbeat?: string | number;
 }
 
 /** The device's minimum request interval is 1 s; above a day setInterval gains nothing (and overflows at ~24 days). */
@@ -28,13 +32,41 @@ const MAX_POLL_SECONDS = 86400;
 /** Like the inject node's "once" delay: the first poll waits until the rest of the flow has started. */
 const FIRST_POLL_DELAY_MS = 100;
 
-function pollIntervalMs(value: unknown): number {
+/**
+ * While polls fail, the next one waits twice as long as the last, up to `maxMs` (never less than the interval).
+ * A property of the module so that a test can shorten it; nothing in the editor sets it.
+ */
+const pollBackoff = { maxMs: 60000 };
+
+/** Seconds as milliseconds; empty or 0 is 0 (off). */
+function secondsMs(value: unknown, field: string, off: string): number {
   if (value === undefined || value === null || String(value).trim() === '' || Number(value) === 0) return 0;
   const seconds = Number(value);
   if (!Number.isFinite(seconds) || seconds < MIN_POLL_SECONDS || seconds > MAX_POLL_SECONDS) {
-    throw new ValidationError('interval', value, `empty or 0 (no polling), or ${MIN_POLL_SECONDS} to ${MAX_POLL_SECONDS} seconds`);
+    throw new ValidationError(field, value, `empty or 0 (${off}), or ${MIN_POLL_SECONDS} to ${MAX_POLL_SECONDS} seconds`);
   }
   return Math.round(seconds * 1000);
+}
+
+interface DeadBand {
+  /** For every numeric point without its own. */
+  all: number;
+  /** By point key (name, or address for an extra address). */
+  byPoint: Map<string, number>;
+}
+
+/** "20" (every numeric point), "batterySoc=1", or both comma-separated; empty: none. */
+function parseDeadBand(value: unknown, keyOf: (address: number) => string): DeadBand {
+  const band: DeadBand = { all: 0, byPoint: new Map() };
+  const allowed = 'a number of at least 0 for every numeric point and/or point=number entries, comma-separated, e.g. "20, batterySoc=1"';
+  for (const entry of String(value ?? '').split(',').map((s) => s.trim()).filter((s) => s !== '')) {
+    const [point, amount] = entry.includes('=') ? entry.split('=').map((s) => s.trim()) : [undefined, entry];
+    const size = Number(amount);
+    if (amount === '' || !Number.isFinite(size) || size < 0) throw new ValidationError('dead band', value, allowed);
+    if (point === undefined) band.all = size;
+    else band.byPoint.set(keyOf(resolveReadAddresses([/^\d+$/.test(point) ? Number(point) : point], 'dead band')[0]), size);
+  }
+  return band;
 }
 
 /** msg.points: an array of names or addresses, or the same as a comma-separated string. */
@@ -52,7 +84,7 @@ interface Reading {
   value: number | string;
 }
 
-export = function (RED: NodeAPI) {
+function register(RED: NodeAPI) {
   function ReadNode(this: Node, def: ReadDef) {
     RED.nodes.createNode(this, def);
     const node = this;
@@ -61,14 +93,22 @@ export = function (RED: NodeAPI) {
     const topicPrefix = typeof def.topicPrefix === 'string' ? def.topicPrefix : '';
     const decode = def.decode === true;
     const onlyChange = def.onlyChange === true;
+    const keyOf = (address: number): string =>
+      mode === 'address' ? String(address) : readPointByAddress(address)?.name ?? String(address);
 
     const device = deviceOf(RED, node, def.device, RED._('localbattery-read.errors.noDevice'));
     let configError: Error | undefined;
     let configured: number[] = [];
     let intervalMs = 0;
+    let heartbeatMs = 0;
+    let deadBand: DeadBand = { all: 0, byPoint: new Map() };
     try {
       configured = resolveReadAddresses(Array.isArray(def.points) ? def.points : [], 'points');
-      intervalMs = pollIntervalMs(def.interval);
+      intervalMs = secondsMs(def.interval, 'interval', 'no polling');
+      if (onlyChange) {
+        deadBand = parseDeadBand(def.deadband, keyOf);
+        heartbeatMs = secondsMs(def.heartbeat, 'heartbeat', 'none');
+      }
     } catch (error) {
       configError = error as Error;
       node.error(configError.message);
@@ -76,17 +116,17 @@ export = function (RED: NodeAPI) {
     }
 
     let closed = false;
-    /** A poll is waiting on the device: the next tick is skipped rather than queued. */
-    let polling = false;
-    let firstPoll: NodeJS.Timeout | undefined;
-    let ticker: NodeJS.Timeout | undefined;
+    let nextPoll: NodeJS.Timeout | undefined;
+    /** Polls failed in a row; while above 0 polling backs off. */
+    let failedPolls = 0;
+    /** The failure being reported: the first poll failure of an outage, or one with another code. */
+    let outage: { code: string; since: number } | undefined;
+    /** When the last message went out, for the heartbeat. */
+    let lastSentAt = 0;
     /** Missing points already warned about in this deploy. */
     const warned = new Set<string>();
     /** Last value sent per key, for "only on change". */
     const lastSent = new Map<string, number | string>();
-
-    const keyOf = (address: number): string =>
-      mode === 'address' ? String(address) : readPointByAddress(address)?.name ?? String(address);
 
     const output = (reading: Reading): number | string | DecodedValue => {
       if (!decode) return reading.value;
@@ -105,7 +145,9 @@ export = function (RED: NodeAPI) {
       const readings: Reading[] = addresses
         .filter((address) => result.values.has(address))
         .map((address) => ({ key: keyOf(address), address, value: result.values.get(address)! }));
-      const changed = readings.filter((r) => !lastSent.has(r.key) || lastSent.get(r.key) !== r.value);
+      const changed = readings.filter((r) => hasChanged(r));
+      // With nothing changed for the heartbeat's time, the current values go out all the same.
+      const beat = heartbeatMs > 0 && Date.now() - lastSentAt >= heartbeatMs;
       node.status({
         fill: readings.length > 0 ? 'green' : 'yellow',
         shape: onlyChange && changed.length === 0 ? 'ring' : 'dot',
@@ -116,7 +158,7 @@ export = function (RED: NodeAPI) {
       });
 
       if (mode === 'split') {
-        const sending = onlyChange ? changed : readings;
+        const sending = onlyChange && !beat ? changed : readings;
         // Copies before the first one is changed: the first point reuses the incoming msg.
         const messages = sending.map((_, i) => (i === 0 ? msg : RED.util.cloneMessage(msg)));
         sending.forEach((reading, i) => {
@@ -130,10 +172,12 @@ export = function (RED: NodeAPI) {
           out.missing = missing;
           lastSent.set(reading.key, reading.value);
         });
+        if (messages.length > 0) lastSentAt = Date.now();
         return messages;
       }
 
-      if (onlyChange && changed.length === 0) return [];
+      if (onlyChange && changed.length === 0 && !beat) return [];
+      lastSentAt = Date.now();
       const payload: Record<string, unknown> = {};
       const units: Record<string, string> = {};
       const metadata: Record<string, { address: number; label?: string; unit?: string; category?: string }> = {};
@@ -153,7 +197,45 @@ export = function (RED: NodeAPI) {
       return [msg];
     }
 
-    const read = async (addresses: number[]): Promise<ReadResult> => clientOf(device!).read(addresses);
+    /** A value differs from the one sent last by more than its dead band (any difference for text). */
+    function hasChanged(reading: Reading): boolean {
+      if (!lastSent.has(reading.key)) return true;
+      const before = lastSent.get(reading.key);
+      if (typeof reading.value !== 'number' || typeof before !== 'number') return before !== reading.value;
+      return Math.abs(reading.value - before) > (deadBand.byPoint.get(reading.key) ?? deadBand.all);
+    }
+
+    const read = async (addresses: number[]): Promise<ReadResult> => {
+      const result = await clientOf(device!).read(addresses);
+      if (!closed) answered();
+      return result;
+    };
+
+    /** The device answers: after an outage, says so once and polls at the interval again. */
+    function answered(): void {
+      if (outage) {
+        node.log(RED._('localbattery-read.log.back', { seconds: Math.round((Date.now() - outage.since) / 1000), code: outage.code }));
+      }
+      outage = undefined;
+      failedPolls = 0;
+    }
+
+    /** A failed poll: reported (status, Catch) only when an outage starts or its cause changes. */
+    function pollFailed(error: Error, msg: NodeMessage): void {
+      failedPolls++;
+      const code = error instanceof DeviceError ? error.code : 'ERROR';
+      if (outage?.code === code) return;
+      outage = { code, since: outage?.since ?? Date.now() };
+      node.status(errorStatus(error));
+      // With a msg, a Catch node sees the failure even though no message came in.
+      node.error(error, msg);
+    }
+
+    /** The interval, doubled for every failed poll in a row up to pollBackoff.maxMs. */
+    function pollDelayMs(): number {
+      if (failedPolls === 0) return intervalMs;
+      return Math.max(intervalMs, Math.min(pollBackoff.maxMs, intervalMs * 2 ** failedPolls));
+    }
     const sendable = (messages: NodeMessage[]) => (mode === 'split' ? [messages] : messages[0]);
 
     node.on('input', (msg, send, done) => {
@@ -182,9 +264,10 @@ export = function (RED: NodeAPI) {
         });
     });
 
+    /** One poll, then the next one is due a delay after this one started; ticks a slow answer overran are skipped. */
     function poll(): void {
-      if (closed || polling) return;
-      polling = true;
+      if (closed) return;
+      const started = Date.now();
       const msg: NodeMessage = { _msgid: RED.util.generateId() };
       read(configured)
         .then((result) => {
@@ -193,31 +276,30 @@ export = function (RED: NodeAPI) {
           if (messages.length > 0) node.send(sendable(messages));
         })
         .catch((error: Error) => {
-          if (closed) return;
-          node.status(errorStatus(error));
-          // With a msg, a Catch node sees the failure even though no message came in.
-          node.error(error, msg);
+          if (!closed) pollFailed(error, msg);
         })
         .finally(() => {
-          polling = false;
+          if (closed) return;
+          const delay = pollDelayMs();
+          const elapsed = Date.now() - started;
+          nextPoll = setTimeout(poll, delay - (elapsed % delay));
         });
     }
 
     // A node that cannot read keeps its "invalid configuration" status instead of the connection's.
     if (!configError) device?.register(node);
-    if (device?.client && !configError && intervalMs > 0) {
-      firstPoll = setTimeout(poll, FIRST_POLL_DELAY_MS);
-      ticker = setInterval(poll, intervalMs);
-    }
+    if (device?.client && !configError && intervalMs > 0) nextPoll = setTimeout(poll, FIRST_POLL_DELAY_MS);
 
     node.on('close', (_removed: boolean, done: () => void) => {
       closed = true;
-      clearTimeout(firstPoll);
-      clearInterval(ticker);
+      clearTimeout(nextPoll);
       device?.deregister(node);
       done();
     });
   }
 
   RED.nodes.registerType('localbattery-read', ReadNode);
-};
+}
+
+// pollBackoff rides along for the outage test, which cannot wait minutes for the real back-off.
+export = Object.assign(register, { pollBackoff });

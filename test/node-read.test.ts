@@ -44,7 +44,7 @@ function collect(helperId: string): any[] {
 }
 
 /** Calls of a spied Node method (warn, error, send) made by this node. */
-function callsOf(node: any, method: 'warn' | 'error' | 'send'): unknown[][] {
+function callsOf(node: any, method: 'log' | 'warn' | 'error' | 'send'): unknown[][] {
   return node[method].getCalls().filter((call: { thisValue: unknown }) => call.thisValue === node).map((call: { args: unknown[] }) => call.args);
 }
 
@@ -348,6 +348,124 @@ describe('localbattery-read node', function () {
     const red = statuses.findIndex((s) => s.fill === 'red');
     should(red).be.above(-1);
     should(statuses.findIndex((s, i) => i > red && s.fill === 'green' && readStatus.test(s.text ?? ''))).be.above(red);
+  });
+
+  it('reports an outage once, polls less often while the device is away, and says once that it is back', async function () {
+    this.timeout(60000);
+    // The real back-off grows to a minute; 4 s lets a 20 s outage show the same shape.
+    const cap = readNode.pollBackoff.maxMs;
+    readNode.pollBackoff.maxMs = 4000;
+    try {
+      simulator = await startSimulator({ timeScale: 0 });
+      await load(simulator, [reader({ interval: 1 })]);
+      const read = helper.getNode('read1');
+      const messages = collect('out');
+      const caught = collect('caught');
+      await until(() => messages.length >= 1, 5000, 'the first poll');
+      const client = (helper.getNode('device1') as unknown as { client: DeviceClient }).client;
+      const attempts: number[] = [];
+      const readOnce = client.read.bind(client);
+      client.read = (addresses: number[]) => {
+        attempts.push(Date.now());
+        return readOnce(addresses);
+      };
+
+      simulator.setFault('offline');
+      await simulator.ready();
+      const away = Date.now();
+      await sleep(20000);
+      const during = attempts.filter((at) => at >= away);
+      should(caught).have.length(1);
+      should(caught[0].error).have.properties({ code: 'UNREACHABLE' });
+      should(caught[0].error.source.id).equal('read1');
+      should(statusesOf(read).some((s) => s.fill === 'red' && s.text === 'unreachable')).be.true();
+      // 1, 2, 4, 4, … s apart instead of every second.
+      should(during.length).be.within(5, 8);
+      const gaps = during.slice(1).map((at, i) => at - during[i]);
+      should(gaps[gaps.length - 1]).be.within(3500, 4600);
+      should(callsOf(read, 'log')).be.empty();
+
+      simulator.setFault(null);
+      await simulator.ready();
+      await until(() => callsOf(read, 'log').length === 1, 6000, 'the message that the device is back');
+      should(String(callsOf(read, 'log')[0][0])).match(/answers again after \d+ s \(UNREACHABLE\)/);
+      const back = messages.length;
+      const times: number[] = [];
+      helper.getNode('out').on('input', () => times.push(Date.now()));
+      await until(() => messages.length >= back + 3, 6000, 'polls at the interval again');
+      should(times[2] - times[1]).be.within(700, 1400);
+      should(caught).have.length(1);
+      should(callsOf(read, 'log')).have.length(1);
+      should(lastStatus(read)).have.properties({ fill: 'green', shape: 'dot' });
+      console.log(`      ${during.length} polls in a 20 s outage, ${gaps.map((g) => (g / 1000).toFixed(1)).join(', ')} s apart`);
+    } finally {
+      readNode.pollBackoff.maxMs = cap;
+    }
+  });
+
+  it('reports a wrong password once while polling, and a read that a message triggered each time', async function () {
+    simulator = await startSimulator({ timeScale: 0 });
+    const device = deviceConfig(simulator);
+    device.credentials.device1.password = 'wrong-password';
+    await helper.load(nodes, [device.node, reader({ interval: 1 }), { id: 'out', type: 'helper' }, { id: 'catch1', type: 'catch', scope: null, uncaught: false, wires: [['caught']] }, { id: 'caught', type: 'helper' }], device.credentials);
+    const caught = collect('caught');
+    await sleep(3500);
+    should(caught.map((msg) => msg.error.code)).eql(['UNAUTHORIZED']);
+    helper.getNode('read1').receive({ payload: 'one' });
+    helper.getNode('read1').receive({ payload: 'two' });
+    await until(() => caught.length === 3, 8000, 'both triggered reads at Catch');
+    should(caught.slice(1).map((msg) => [msg.payload, msg.error.code])).eql([['one', 'UNAUTHORIZED'], ['two', 'UNAUTHORIZED']]);
+  });
+
+  it('only on change with a dead band: a numeric point counts as changed when it moves by more than its band', async function () {
+    this.timeout(30000);
+    simulator = await startSimulator({ timeScale: 0 });
+    await load(simulator, [reader({ points: ['backupSoc', 'feedInPowerLimit'], onlyChange: true, deadband: '50, backupSoc=2' })]);
+    const read = helper.getNode('read1');
+    const client = (helper.getNode('device1') as unknown as { client: DeviceClient }).client;
+    const messages = collect('out');
+    const reads = () => statusesOf(read).filter((s) => readStatus.test(s.text ?? '')).length;
+    /** How many messages one read sends. */
+    const readNow = async () => {
+      const [before, count] = [messages.length, reads()];
+      read.receive({});
+      await until(() => reads() === count + 1, 5000, 'a read');
+      await sleep(50);
+      return messages.length - before;
+    };
+    await client.write('backupSocSetting', 10);
+    await client.write('feedInPowerLimitSetting', 800);
+    should(await readNow()).equal(1);
+    await client.write('backupSocSetting', 12);
+    await client.write('feedInPowerLimitSetting', 850);
+    should(await readNow()).equal(0, 'within both bands');
+    await client.write('feedInPowerLimitSetting', 851);
+    should(await readNow()).equal(1, 'the feed-in limit moved 51 W');
+    should(messages[messages.length - 1].payload).eql({ backupSoc: 12, feedInPowerLimit: 851 });
+    await client.write('backupSocSetting', 15);
+    should(await readNow()).equal(1, 'the backup SOC moved 3 %');
+  });
+
+  it('only on change with a heartbeat: sends the current values again after its time without a change', async function () {
+    this.timeout(20000);
+    simulator = await startSimulator({ timeScale: 0 });
+    await load(simulator, [reader({ points: ['batterySoc'], interval: 1, onlyChange: true, heartbeat: 3 })]);
+    const messages = collect('out');
+    const times: number[] = [];
+    const started = Date.now();
+    helper.getNode('out').on('input', () => times.push(Date.now() - started));
+    await sleep(7600);
+    // Unchanged values: the first read, then one every 3 s.
+    should(messages.length).equal(3);
+    should(times[1] - times[0]).be.within(2800, 3600);
+    for (const msg of messages) should(msg.payload).eql({ batterySoc: expectedValue(simulator, addressOf('batterySoc')) });
+  });
+
+  it('rejects an invalid dead band or heartbeat, naming the field', async function () {
+    simulator = await startSimulator();
+    await load(simulator, [reader({ onlyChange: true, deadband: 'batterySoc=-1' }), reader({ id: 'read2', onlyChange: true, heartbeat: 0.5 })]);
+    should(String(callsOf(helper.getNode('read1'), 'error')[0][0])).match(/dead band/);
+    should(String(callsOf(helper.getNode('read2'), 'error')[0][0])).match(/heartbeat.*1 to 86400 seconds/);
   });
 
   it('reports an invalid configuration at start and on input, and does not poll', async function () {
