@@ -239,7 +239,8 @@ describe('editor in a real browser (chromium)', function () {
   }
 
   async function openDeviceDialog(): Promise<void> {
-    await page.locator('#node-input-btn-device-edit').click();
+    // The config node's edit button: btn-…-edit since Node-RED 4, lookup-… in 3.x.
+    await page.locator('#node-input-btn-device-edit, #node-input-lookup-device').first().click();
     await trayReady('#node-config-dialog-ok');
   }
 

@@ -320,6 +320,17 @@ describe('localbattery-control editor validation', function () {
     }
   });
 
+  it('accepts ${VAR} in every number field, as Node-RED\'s own validators do', async function () {
+    check('power', '1');
+    editor.finishLoad();
+    await until(() => editor.revalidated > 0, 1000, 'revalidation after loading');
+    for (const field of ['power', 'chargeSoc', 'dischargeSoc', 'repeat', 'modeCheck']) {
+      should(check(field, '${BATTERY_SETTING}')).be.true(field);
+      should(check(field, '${}')).be.a.String();
+      should(check(field, '${OPEN')).be.a.String();
+    }
+  });
+
   it('starts with defaults that pass its own validation', async function () {
     check('power', '1');
     editor.finishLoad();

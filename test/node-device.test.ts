@@ -68,6 +68,31 @@ describe('localbattery-device config node', function () {
     await simulator?.stop();
   });
 
+  describe('environment variables', function () {
+    const names = ['LB_TEST_HOST', 'LB_TEST_PORT', 'LB_TEST_TIMEOUT', 'LB_TEST_PASSWORD'];
+    afterEach(function () {
+      for (const name of names) delete process.env[name];
+    });
+
+    it('${VAR} in host, port, time-out and password works in a deployed flow and in the editor\'s connection test', async function () {
+      simulator = await startSimulator(IDENTITY);
+      Object.assign(process.env, { LB_TEST_HOST: '127.0.0.1', LB_TEST_PORT: String(simulator.port), LB_TEST_TIMEOUT: '2500', LB_TEST_PASSWORD: PASSWORD });
+      const device = deviceConfig(simulator, 'device1', { host: '${LB_TEST_HOST}', port: '${LB_TEST_PORT}', timeout: '${LB_TEST_TIMEOUT}' });
+      const info = { id: 'info1', type: 'localbattery-info', device: 'device1', wires: [['out']] };
+      await helper.load(nodes, [device.node, info, { id: 'out', type: 'helper' }], { device1: { password: '${LB_TEST_PASSWORD}' } });
+      should(helper.getNode('device1').client.timeoutMs).equal(2500);
+      const output = nextInput(helper.getNode('out'));
+      helper.getNode('info1').receive({});
+      should((await output).payload.sn).equal(IDENTITY.serialNumber);
+
+      const res = await helper.request().post('/localbattery/test').send({ host: '${LB_TEST_HOST}', port: '${LB_TEST_PORT}', password: '${LB_TEST_PASSWORD}' }).expect(200);
+      should(res.body.device.sn).equal(IDENTITY.serialNumber);
+      // An unset variable stays as it is and fails validation, naming the field.
+      const unset = await helper.request().post('/localbattery/test').send({ host: '127.0.0.1', port: '${LB_TEST_UNSET}', password: 'x' }).expect(400);
+      should(unset.body.error.message).match(/port/);
+    });
+  });
+
   describe('shared client', function () {
     it('gives every node of a device one client, even across two configs with the same settings', async function () {
       simulator = await startSimulator(IDENTITY);

@@ -6,7 +6,7 @@ import { READ_POINTS, decodeValue, describeValue, formatHourMinute, pointByName,
 import type { DeviceClient } from '../src/client';
 import type { DeviceSimulator } from '../src/simulator';
 import { deviceConfig, helper, startSimulator } from './support';
-import { inEnglish, lastStatus, nextInput, sleep, statusesOf, text, until } from './node-support';
+import { type EditorUnderTest, inEnglish, lastStatus, loadEditorScript, nextInput, sleep, statusesOf, text, until } from './node-support';
 
 const nodes = [inEnglish(deviceNode), inEnglish(readNode)];
 
@@ -45,7 +45,9 @@ function collect(helperId: string): any[] {
 
 /** Calls of a spied Node method (warn, error, send) made by this node. */
 function callsOf(node: any, method: 'log' | 'warn' | 'error' | 'send'): unknown[][] {
-  return node[method].getCalls().filter((call: { thisValue: unknown }) => call.thisValue === node).map((call: { args: unknown[] }) => call.args);
+  // On Node-RED before 4.1 the node wraps its own error method (keepErrorCodes): the helper's spy is the prototype's.
+  const spy = typeof node[method].getCalls === 'function' ? node[method] : Object.getPrototypeOf(node)[method];
+  return spy.getCalls().filter((call: { thisValue: unknown }) => call.thisValue === node).map((call: { args: unknown[] }) => call.args);
 }
 
 /** What the node must report for an address: the simulator's value, decoded as the catalogue says. */
@@ -563,5 +565,36 @@ describe('localbattery-read node', function () {
     should(stats.requests * 10).be.belowOrEqual(nodeReads);
     // Each node has at most one poll waiting: ticks are skipped, never queued.
     should(maxQueue).be.belowOrEqual(20);
+  });
+});
+
+describe('localbattery-read editor validation', function () {
+  let editor: EditorUnderTest;
+  const check = (field: string, v: unknown) => editor.definition.defaults[field].validate.call({}, v, {});
+
+  beforeEach(function () {
+    editor = loadEditorScript('localbattery-read');
+  });
+
+  it('accepts ${VAR} for the interval and the heartbeat, and checks numbers against 1 to 86400 seconds', function () {
+    for (const field of ['interval', 'heartbeat']) {
+      should(check(field, '${POLL_SECONDS}')).be.true(field);
+      should(check(field, '')).be.true();
+      should(check(field, '0')).be.true();
+      should(check(field, '5')).be.true();
+      should(check(field, '0.5')).be.a.String();
+      should(check(field, '${}')).be.a.String();
+    }
+  });
+
+  it('checks the dead band: a number for every numeric point and point=number entries, catalogue names once loaded', async function () {
+    for (const ok of ['', '20', '0.5, batterySoc=1', 'batterySoc=1, 6000=25', '${DEAD_BAND}']) should(check('deadband', ok)).be.true(ok);
+    for (const bad of ['-1', 'batterySoc=', 'batterySoc=x', '20 W', 'a=b=c', '70000=1']) should(check('deadband', bad)).be.a.String();
+    should(check('deadband', 'noSuchPoint=1')).be.true();
+    editor.definition.onpaletteadd();
+    editor.finishLoad();
+    await until(() => editor.revalidated > 0, 1000, 'revalidation after loading');
+    should(check('deadband', 'noSuchPoint=1')).be.a.String();
+    should(check('deadband', 'batterySoc=1')).be.true();
   });
 });
