@@ -2,6 +2,7 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import should from 'should';
+import { HELP_LANGUAGES, helpPointList } from '../src/docs';
 import { helpStructure, textKeysOf } from './node-support';
 
 const pkg = JSON.parse(fs.readFileSync(path.resolve(__dirname, '..', '..', 'package.json'), 'utf8'));
@@ -21,5 +22,26 @@ describe('node texts', function () {
       should(help).containEql(`data-help-name="${type}"`);
       should(helpStructure(germanHelp)).eql(helpStructure(help));
     });
+  }
+
+  for (const type of TYPES) {
+    it(`${type}: help ends with References naming the specification's operation and linking the README`, function () {
+      const { help, germanHelp } = textKeysOf(type);
+      for (const [page, heading] of [[help, 'References'], [germanHelp, 'Referenzen']]) {
+        const references = page.slice(page.indexOf(`<h3>${heading}</h3>`));
+        should(page).containEql(`<h3>${heading}</h3>`);
+        should(references).match(/section 4, E\d|Abschnitt 4, E\d/);
+        should(references).containEql(`href="${pkg.homepage}`.replace('#readme', '#'));
+      }
+    });
+  }
+
+  for (const language of HELP_LANGUAGES) {
+    for (const direction of ['read', 'write'] as const) {
+      it(`${direction} help (${language}) lists the points exactly as the catalogue generates them (run \`npm run docs\` to update)`, function () {
+        const page = fs.readFileSync(path.resolve(__dirname, '..', 'nodes', 'locales', language, `localbattery-${direction}.html`), 'utf8');
+        should(page).containEql(helpPointList(direction, language));
+      });
+    }
   }
 });
