@@ -2,7 +2,7 @@
 import helper from 'node-red-node-test-helper';
 import { DeviceSimulator, type SimulatorOptions } from '../src/simulator';
 
-// NODE_RED_RUNTIME: the runtime under test (e.g. another Node-RED's lib/red.js, see scripts/compat-node-red-5.sh);
+// NODE_RED_RUNTIME: the runtime under test (e.g. another Node-RED's lib/red.js, see scripts/compat-node-red.sh);
 // by default the node-red of this package's devDependencies.
 helper.init(process.env.NODE_RED_RUNTIME || require.resolve('node-red'));
 

