@@ -27,7 +27,7 @@ function freePort(preferred) {
   });
 }
 
-/** The demo flows: the chosen examples, each pointed at the simulator, one tab each. */
+/** The demo flows: the chosen examples, each pointed at the simulator and armed, one tab each. */
 function demoFlows(port) {
   const flows = [];
   const device = { id: 'demo-device', type: 'localbattery-device', name: 'Simulator', host: '127.0.0.1', port, username: 'opend', namespace: 'Vendor', minInterval: 1000, timeout: 10000 };
@@ -39,6 +39,8 @@ function demoFlows(port) {
     for (const node of example) {
       if (node.type === 'localbattery-device') continue;
       const copy = { ...node, z: tab.id };
+      // The demo talks to the simulator only: armed, as the example's comment tells the user to do for a real device.
+      delete copy.d;
       if ('device' in copy) copy.device = device.id;
       flows.push(copy);
     }
