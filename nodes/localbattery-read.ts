@@ -26,7 +26,7 @@ interface ReadDef extends NodeDef {
   heartbeat?: string | number;
 }
 
-/** The device's minimum request interval is 1 s; above a day setInterval gains nothing (and overflows at ~24 days). */
+/** The device's minimum request interval is 1 s; above a day a timer gains nothing (and overflows at ~24 days). */
 const MIN_POLL_SECONDS = 1;
 const MAX_POLL_SECONDS = 86400;
 /** Like the inject node's "once" delay: the first poll waits until the rest of the flow has started. */
@@ -236,6 +236,7 @@ function register(RED: NodeAPI) {
       if (failedPolls === 0) return intervalMs;
       return Math.max(intervalMs, Math.min(pollBackoff.maxMs, intervalMs * 2 ** failedPolls));
     }
+
     const sendable = (messages: NodeMessage[]) => (mode === 'split' ? [messages] : messages[0]);
 
     node.on('input', (msg, send, done) => {

@@ -264,8 +264,13 @@ describe('examples', function () {
         for (const inject of flow.filter((node) => node.type === 'inject')) helper.getNode(inject.id).receive({});
         // Long enough for polls, the zero feed-in loop and every click to have gone as far as they go.
         await new Promise((resolve) => setTimeout(resolve, 3000));
-        const writes = Object.entries(simulator.stats.byOperation).filter(([operation]) => isWriteOperation(operation));
+        const stats = simulator.stats;
+        const writes = Object.entries(stats.byOperation).filter(([operation]) => isWriteOperation(operation));
         writes.should.eql([], `${name}: requests that change the device before arming`);
+        // The rest of the flow did run: what reads, reads.
+        if (flow.some((node) => ['localbattery-read', 'localbattery-info', 'localbattery-discover'].includes(node.type))) {
+          (stats.requests + stats.udpQueries).should.be.above(0, `${name}: its reading nodes asked the device`);
+        }
         simulator.password.should.equal(PASSWORD);
       });
     }
