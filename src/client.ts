@@ -59,7 +59,7 @@ export interface ClientOptions {
   maxQueue?: number;
 }
 
-export type ConnectionState = 'unknown' | 'ok' | 'unauthorized' | 'default-password' | 'unreachable' | 'error';
+export type ConnectionState = 'unknown' | 'ok' | 'unauthorized' | 'default-password' | 'digest-required' | 'unreachable' | 'error';
 
 export interface ReadResult {
   /** Decoded values by address (numeric strings of numeric points become numbers). */
@@ -378,7 +378,10 @@ export class DeviceClient extends EventEmitter {
 }
 
 function stateOf(error: unknown): ConnectionState | undefined {
-  if (error instanceof UnauthorizedError) return error.mayBeDefaultPassword ? 'default-password' : 'unauthorized';
+  if (error instanceof UnauthorizedError) {
+    if (error.reason === 'digest-required') return 'digest-required';
+    return error.mayBeDefaultPassword ? 'default-password' : 'unauthorized';
+  }
   if (error instanceof DeviceError) {
     if (error.code === 'TIMEOUT' || error.code === 'UNREACHABLE') return 'unreachable';
     // Closing says nothing about the device.

@@ -63,10 +63,12 @@ const UNAUTHORIZED_REASONS = {
  * password change means the current password is wrong.
  */
 export class UnauthorizedError extends DeviceError {
+  readonly reason: keyof typeof UNAUTHORIZED_REASONS;
   readonly mayBeDefaultPassword: boolean;
 
   constructor(reason: keyof typeof UNAUTHORIZED_REASONS) {
     super('UNAUTHORIZED', `Unauthorized (401): ${UNAUTHORIZED_REASONS[reason]}`);
+    this.reason = reason;
     this.mayBeDefaultPassword = reason === 'wrong-or-default';
   }
 }
