@@ -3,6 +3,7 @@
  * hand, against RFC 2617's known values, and by the simulator's own server-side check (src/digest.ts).
  */
 import { createHash } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import should from 'should';
 import { answerChallenge, digestAuthorization, isHeaderSafe } from '../src/auth';
 import { digestResponse, parseDigestHeader } from '../src/digest';
@@ -55,6 +56,13 @@ describe('digest (digest-fetch)', function () {
       should(fields.response).equal(expected);
       should(md5(`${md5(`opend:${SEED.realm}:qazwsxed`)}:123456:${fields.nc}:${fields.cnonce}:auth:${md5(`POST:${EXAMPLE.target}`)}`)).not.equal(fields.response, JSON.stringify(change));
     }
+  });
+
+  it('loads digest-fetch (an ES module) with a real dynamic import, which every Node version of `engines` supports', function () {
+    // Compiled to require(), the load would fail on Node versions without require(esm) (20 before 20.19).
+    const compiled = readFileSync(require.resolve('../src/auth'), 'utf8');
+    should(compiled).match(/\bimport\('digest-fetch'\)/);
+    should(compiled).not.match(/require\(['"]digest-fetch['"]\)/);
   });
 
   it('refuses a challenge that is not a digest, and marks header-breaking text unsafe', async function () {
