@@ -6,7 +6,7 @@ import { spawn } from 'node:child_process';
 import { createCipheriv } from 'node:crypto';
 import should from 'should';
 import { MAX_ADDRESSES_PER_READ, READ_POINTS, REAL_TIME, pointByName } from '../src/catalogue';
-import { buildAuthorization, parseDigestHeader } from '../src/digest';
+import { digestResponse, parseDigestHeader } from '../src/digest';
 import { encryptPassword } from '../src/password-crypto';
 import { DeviceSimulator, SIMULATOR_DEFAULTS, defaultUnsupportedAddresses, modelAddresses, type SimulatorOptions } from '../src/simulator';
 import { HELP, listeningLine, parseSimulatorArgs } from '../src/cli/simulator';
@@ -53,16 +53,14 @@ function call(simulator: DeviceSimulator, c: Call): Promise<Reply> {
   const headers: Record<string, string> = { 'Content-Type': 'application/json', Connection: 'close' };
   if (method === 'POST') headers['Content-Length'] = String(Buffer.byteLength(c.body ?? ''));
   if (c.auth !== false) {
-    headers.Authorization = buildAuthorization({
-      username: c.username ?? 'opend',
-      password: c.password ?? PASSWORD,
-      method,
-      uri: c.uri ?? target,
-      realm: c.realm ?? 'opend',
-      nonce: c.nonce ?? '123456',
-      nc: '00000001',
-      cnonce: '2',
-    });
+    // Written by hand (the vendor's example values), independent of the client's digest-fetch.
+    const digest = {
+      username: c.username ?? 'opend', password: c.password ?? PASSWORD, method, uri: c.uri ?? target,
+      realm: c.realm ?? 'opend', nonce: c.nonce ?? '123456', nc: '00000001', cnonce: '2',
+    };
+    headers.Authorization =
+      `Digest username="${digest.username}", realm="${digest.realm}", nonce="${digest.nonce}", uri="${digest.uri}", ` +
+      `algorithm=MD5, response="${digestResponse(digest)}", qop=auth, nc=00000001, cnonce="2"`;
   }
   Object.assign(headers, c.headers);
   for (const name of c.omitHeaders ?? []) delete headers[name];
