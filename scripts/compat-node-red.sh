@@ -127,6 +127,7 @@ const DEVICE_ID = 'compatdevice0001';
 // Zero feed-in sends a setpoint every few seconds; on the same device the newest setpoint wins, so it would supersede
 // the cheap-hours setpoints. It gets a device (and simulator) of its own, every other example shares the first.
 const OWN_DEVICE = { 'Zero feed-in.json': 'compatdevice0002' };
+const CATCH_TEST = { inject: 'catchinject00001', read: 'catchread0000001', debug: 'catchdebug000001', name: 'error code test' };
 
 let passed = 0;
 let failed = 0;
@@ -184,6 +185,14 @@ function flows(simulator, zeroSimulator) {
       all.push(copy);
     }
   }
+  // A read that fails on purpose, for the check that a Catch node sees msg.error.code on this Node-RED.
+  all.push(
+    { id: 'tab-catch', type: 'tab', label: 'Catch' },
+    { id: CATCH_TEST.inject, z: 'tab-catch', type: 'inject', name: 'bad points', props: [{ p: 'payload' }, { p: 'points', v: 'noSuchPoint', vt: 'str' }], repeat: '', once: false, topic: '', payload: '', payloadType: 'date', wires: [[CATCH_TEST.read]] },
+    { id: CATCH_TEST.read, z: 'tab-catch', type: 'localbattery-read', name: CATCH_TEST.name, device: DEVICE_ID, points: ['batterySoc'], interval: '', output: 'object', topicPrefix: '', decode: false, onlyChange: false, wires: [[]] },
+    { id: 'catchcatch000001', z: 'tab-catch', type: 'catch', scope: null, uncaught: false, wires: [[CATCH_TEST.debug]] },
+    { id: CATCH_TEST.debug, z: 'tab-catch', type: 'debug', active: true, tosidebar: true, console: false, complete: 'error', targetType: 'msg', wires: [] },
+  );
   return all;
 }
 
@@ -402,10 +411,18 @@ async function main() {
     return `${summary.join('; ')}; 0 violations`;
   });
 
+  await check('A Catch node gets msg.error.code', async () => {
+    await inject(CATCH_TEST.inject);
+    const caught = await until('the error at the Catch node', () => debugAt(CATCH_TEST.debug).find((entry) => entry.msg && entry.msg.message), 10000);
+    if (caught.msg.code !== 'INVALID_VALUE') throw new Error(`msg.error ${JSON.stringify(caught.msg)}`);
+    return `msg.error.code ${caught.msg.code}`;
+  });
+
   await check('No errors in the Node-RED log, no red status on the package nodes', async () => {
-    const ours = new Set(flow.filter((node) => node.type.startsWith('localbattery-')).map((node) => node.id));
+    // Except the read that fails on purpose for the Catch check.
+    const ours = new Set(flow.filter((node) => node.type.startsWith('localbattery-') && node.id !== CATCH_TEST.read).map((node) => node.id));
     const redStatus = [...status].filter(([id, s]) => ours.has(id) && s && s.fill === 'red').map(([id, s]) => `${id}: ${s.text}`);
-    const errors = redLog.filter((line) => /\[error\]/.test(line));
+    const errors = redLog.filter((line) => /\[error\]/.test(line) && !line.includes(CATCH_TEST.name));
     if (redStatus.length || errors.length) throw new Error([...redStatus, ...errors].join(' | '));
     const warnings = redLog.filter((line) => /\[warn\]/.test(line));
     for (const line of warnings) console.log(`       log: ${line}`);
