@@ -4,6 +4,7 @@
  * Runtime validation, the editor pickers, the simulator and the README point table all derive from this file.
  */
 import { ValidationError } from './errors';
+import { homeAssistantSensor, type HomeAssistantSensor } from './home-assistant';
 
 export type ReadType = 'string' | 'num' | 'float' | 'enum';
 export type WriteType = 'enum' | 'uint' | 'int';
@@ -434,9 +435,13 @@ export function validateWrite(point: WritePoint, values: unknown): number[] {
 }
 
 /** The catalogue as plain JSON, for the editor and documentation. */
-export function catalogueJson(): { read: ReadPoint[]; write: (WritePoint & { allowed: string })[]; maxAddressesPerRead: number } {
+export function catalogueJson(): {
+  read: (ReadPoint & { homeAssistant?: HomeAssistantSensor })[];
+  write: (WritePoint & { allowed: string })[];
+  maxAddressesPerRead: number;
+} {
   return {
-    read: READ_POINTS.map((p) => ({ ...p })),
+    read: READ_POINTS.map((p) => ({ ...p, homeAssistant: homeAssistantSensor(p) })),
     write: WRITE_POINTS.map((p) => ({ ...p, allowed: describeAllowed(p) })),
     maxAddressesPerRead: MAX_ADDRESSES_PER_READ,
   };
