@@ -15,11 +15,14 @@ import controlNode = require('../nodes/localbattery-control');
 import infoNode = require('../nodes/localbattery-info');
 import discoverNode = require('../nodes/localbattery-discover');
 import passwordNode = require('../nodes/localbattery-password');
+import { startBroker, type TestBroker } from './mqtt-broker';
+import { DISCOVERY_TOPIC, checkSensorSemantics } from './home-assistant-schema';
 
 const core = (file: string) => require(require.resolve(`@node-red/nodes/core/${file}`));
-const CORE_NODES = ['common/20-inject.js', 'common/90-comment.js', 'function/10-function.js', 'function/89-delay.js'].map(core);
+const CORE_NODES = ['common/20-inject.js', 'common/90-comment.js', 'function/10-function.js', 'function/89-delay.js', 'function/10-switch.js'].map(core);
+const MQTT_NODES = core('network/10-mqtt.js');
 const OUR_NODES = [deviceNode, readNode, writeNode, controlNode, infoNode, discoverNode, passwordNode];
-const CORE_TYPES = ['comment', 'inject', 'debug', 'function', 'delay', 'change', 'switch', 'mqtt out'];
+const CORE_TYPES = ['comment', 'inject', 'debug', 'function', 'delay', 'change', 'switch', 'mqtt out', 'mqtt in', 'mqtt-broker'];
 
 const EXAMPLES = path.join(__dirname, '..', '..', 'examples');
 type FlowNode = Record<string, any>;
@@ -210,5 +213,119 @@ describe('examples', function () {
     JSON.stringify(msg).should.not.containEql('my-new-pass');
     simulator.hasDefaultPassword.should.be.false();
     simulator.password.should.equal('my-new-pass');
+  });
+});
+
+describe('Home Assistant (MQTT discovery) example', function () {
+  this.timeout(40000);
+  const NAME = 'Home Assistant (MQTT discovery)';
+  let simulator: DeviceSimulator;
+  let broker: TestBroker;
+
+  afterEach(async () => {
+    await helper.unload();
+    await broker?.stop();
+    await simulator?.stop();
+  });
+
+  /** The example against the simulator and the test's broker; `armed` enables the nodes that write. */
+  async function run(armed: boolean) {
+    simulator = await startSimulator();
+    broker = await startBroker();
+    const { flow, credentials } = prepared(NAME, simulator);
+    for (const node of flow) {
+      if (node.type === 'mqtt-broker') Object.assign(node, { broker: '127.0.0.1', port: broker.port });
+      // Every 2 s instead of 10 s: a shorter test.
+      if (node.type === 'localbattery-read') node.interval = 2;
+      if (armed) delete node.d;
+    }
+    await helper.load([...OUR_NODES, ...CORE_NODES, MQTT_NODES], flow, credentials);
+    const reader = flow.find((n) => n.type === 'localbattery-read')!;
+    const serial = String(simulator.value(0));
+    const configs = () => broker.published.filter((p) => p.topic.startsWith('homeassistant/') && p.topic.endsWith('/config'));
+    await until(() => configs().length >= reader.points.length + 1, 20000, 'discovery configs');
+    await until(() => broker.subscriptions.includes('localbattery/+/control/set'), 10000, 'the control subscription');
+    return { flow, reader, serial, configs };
+  }
+
+  it('announces one device with a sensor per point, valid for Home Assistant, and publishes their states', async () => {
+    const { reader, serial, configs } = await run(false);
+    const nodeId = `localbattery_${serial}`;
+    const announced = configs();
+    announced.length.should.equal(reader.points.length + 1, 'one config per point and one for the control select');
+    const uniqueIds = new Set<string>();
+    const sensors = new Map<string, FlowNode>();
+    for (const { topic, payload, retain } of announced) {
+      retain.should.be.true(`${topic} is retained`);
+      const match = DISCOVERY_TOPIC.exec(topic);
+      should.exist(match, `${topic} has the discovery form`);
+      const [, prefix, component, node, object] = match!;
+      prefix.should.equal('homeassistant');
+      node.should.equal(nodeId);
+      const config = JSON.parse(payload);
+      config.should.have.properties(['name', 'unique_id', 'device', 'origin']);
+      config.unique_id.should.equal(`${nodeId}_${object}`);
+      uniqueIds.has(config.unique_id).should.be.false(`${config.unique_id} is unique`);
+      uniqueIds.add(config.unique_id);
+      // One device, known by the serial number and model from the device info.
+      config.device.should.eql({ identifiers: [nodeId], name: 'Home battery', model: 'SIM-5120', serial_number: serial, sw_version: config.device.sw_version });
+      config.device.sw_version.should.be.a.String().and.not.be.empty();
+      config.origin.name.should.be.a.String();
+      if (component === 'sensor') {
+        config.state_topic.should.equal(`localbattery/${serial}/state`);
+        config.value_template.should.equal(`{{ value_json.${object} }}`);
+        config.name.should.equal(pointByName(object)!.label);
+        checkSensorSemantics(object, config);
+        sensors.set(object, config);
+      } else {
+        component.should.equal('select');
+        config.command_topic.should.equal(`localbattery/${serial}/control/set`);
+        config.options.should.eql(['Charge', 'Discharge', 'Standby', 'Self-consumption']);
+      }
+    }
+    [...sensors.keys()].sort().should.eql([...reader.points].sort());
+    sensors.get('batterySoc')!.should.have.properties({ device_class: 'battery', state_class: 'measurement', unit_of_measurement: '%' });
+    sensors.get('batteryPower')!.should.have.properties({ device_class: 'power', state_class: 'measurement', unit_of_measurement: 'W' });
+    sensors.get('batteryChargeEnergyTotal')!.should.have.properties({ device_class: 'energy', state_class: 'total_increasing', unit_of_measurement: 'kWh' });
+    sensors.get('workingMode')!.should.have.properties({ device_class: 'enum' });
+
+    // States: one JSON object per poll with every point the templates name; enum states among the options.
+    const stateOf = () => broker.published.filter((p) => p.topic === `localbattery/${serial}/state`);
+    await until(() => stateOf().length >= 1, 10000, 'a state message');
+    const state = JSON.parse(stateOf()[0].payload);
+    Object.keys(state).sort().should.eql([...reader.points].sort());
+    state.batterySoc.should.be.within(simulator.soc - 1, simulator.soc + 1);
+    state.batteryPower.should.be.a.Number();
+    for (const [name, config] of sensors) {
+      if (config.device_class === 'enum') config.options.should.containEql(state[name]);
+      else should(typeof state[name]).equal('number', name);
+    }
+
+    // Home Assistant restarting asks for the configs again.
+    const before = configs().length;
+    await broker.publish('homeassistant/status', 'online');
+    await until(() => configs().length >= before * 2, 10000, 'discovery again after homeassistant/status online');
+    simulator.stats.violations.should.be.empty();
+  });
+
+  it('does not touch the battery until armed', async () => {
+    const { serial } = await run(false);
+    const startMode = simulator.workingMode;
+    await broker.publish(`localbattery/${serial}/control/set`, 'Charge');
+    // Nothing to wait for when nothing happens: give a command the time it takes when armed.
+    await new Promise((resolve) => setTimeout(resolve, 3000));
+    simulator.workingMode.should.equal(startMode);
+    (simulator.stats.byOperation['Vendor.SetData'] ?? 0).should.equal(0);
+  });
+
+  it('once armed, takes Charge and Self-consumption from the Home Assistant select', async () => {
+    const { serial } = await run(true);
+    await broker.publish(`localbattery/${serial}/control/set`, 'Charge');
+    await until(() => simulator.workingMode === 4 && simulator.controlState === 1, 15000, 'the simulator charging');
+    simulator.control.should.containEql({ state: 1, power: 800, soc: 100 });
+    await until(() => simulator.batteryPower < 0, 10000, 'negative battery power (charging)');
+    await broker.publish(`localbattery/${serial}/control/set`, 'Self-consumption');
+    await until(() => simulator.workingMode === 1, 15000, 'working mode 1 again');
+    simulator.stats.violations.should.be.empty();
   });
 });
