@@ -25,6 +25,13 @@ const OUR_NODES = [deviceNode, readNode, writeNode, controlNode, infoNode, disco
 const CORE_TYPES = ['comment', 'inject', 'debug', 'function', 'delay', 'change', 'switch', 'mqtt out', 'mqtt in', 'mqtt-broker'];
 
 const EXAMPLES = path.join(__dirname, '..', '..', 'examples');
+/** Node types of the other modules the examples may use, by the module's package.json. */
+const MODULE_TYPES = new Map<string, string>(
+  ['@flowfuse/node-red-dashboard'].flatMap((module) =>
+    Object.keys(require(`${module}/package.json`)['node-red'].nodes).map((type): [string, string] => [type, module]),
+  ),
+);
+const moduleOfType = (type: string) => MODULE_TYPES.get(type) ?? 'no module';
 type FlowNode = Record<string, any>;
 
 function example(name: string): FlowNode[] {
@@ -77,7 +84,7 @@ describe('examples', function () {
     await simulator?.stop();
   });
 
-  it('each starts with a comment, uses only core nodes beside ours, and ships a config node without secrets', () => {
+  it('each starts with a comment, uses only core nodes beside ours or names the module, and ships a config node without secrets', () => {
     const files = fs.readdirSync(EXAMPLES).filter((file) => file.endsWith('.json'));
     files.length.should.be.aboveOrEqual(6);
     const used = new Set<string>();
@@ -85,9 +92,12 @@ describe('examples', function () {
       const flow: FlowNode[] = JSON.parse(fs.readFileSync(path.join(EXAMPLES, file), 'utf8'));
       flow[0].type.should.equal('comment', `${file} starts with a comment`);
       flow[0].info.should.match(/Change:|Enter|change/);
+      // Other modules' nodes only with a global-config naming the module, so that Node-RED offers to install it.
+      const modules = Object.keys(flow.find((node) => node.type === 'global-config')?.modules ?? {});
       for (const node of flow) {
         used.add(node.type);
-        (node.type.startsWith('localbattery-') || CORE_TYPES.includes(node.type)).should.be.true(`${file}: ${node.type}`);
+        const known = node.type.startsWith('localbattery-') || CORE_TYPES.includes(node.type) || node.type === 'global-config';
+        (known || modules.includes(moduleOfType(node.type))).should.be.true(`${file}: ${node.type}`);
         should.not.exist(node.credentials);
       }
       JSON.stringify(flow).should.not.match(/password"\s*:\s*"[^"]/);
@@ -326,6 +336,86 @@ describe('Home Assistant (MQTT discovery) example', function () {
     await until(() => simulator.batteryPower < 0, 10000, 'negative battery power (charging)');
     await broker.publish(`localbattery/${serial}/control/set`, 'Self-consumption');
     await until(() => simulator.workingMode === 1, 15000, 'working mode 1 again');
+    simulator.stats.violations.should.be.empty();
+  });
+});
+
+describe('Dashboard example', function () {
+  this.timeout(40000);
+  let simulator: DeviceSimulator;
+
+  afterEach(async () => {
+    await helper.unload();
+    await simulator?.stop();
+  });
+
+  /**
+   * The example with each dashboard widget replaced by a helper node (same id and wires, named "type: label"), so
+   * the test sees what a widget would show and sends what it would send; the dashboard's config nodes go. `armed`
+   * enables the nodes that write. The real dashboard runs in test/dashboard.test.ts.
+   */
+  async function run(armed: boolean) {
+    simulator = await startSimulator();
+    const { flow, credentials } = prepared('Dashboard', simulator);
+    const nodes = flow
+      .filter((node) => node.type !== 'global-config' && !['ui-base', 'ui-theme', 'ui-page', 'ui-group'].includes(node.type))
+      .map((node): FlowNode => {
+        if (armed) delete node.d;
+        if (!node.type.startsWith('ui-')) return node;
+        return { id: node.id, z: 'tab', type: 'helper', name: `${node.type}: ${node.label ?? node.title}`, wires: node.wires ?? [] };
+      });
+    await helper.load([...OUR_NODES, ...CORE_NODES], nodes, credentials);
+    return (name: string) => helper.getNode(idOf(nodes, (n) => n.type === 'helper' && n.name === name));
+  }
+
+  const first = (widget: { once: (event: string, listener: (msg: FlowNode) => void) => void }) =>
+    new Promise<FlowNode>((resolve) => widget.once('input', resolve));
+
+  it('shows the live points, the energy of today and the settings in its widgets; its controls are inert as imported', async () => {
+    const widget = await run(false);
+    // The first polls come 100 ms after deploy: listening now is in time.
+    const gauge = first(widget('ui-gauge: State of charge'));
+    const battery = first(widget('ui-text: Battery'));
+    const modeText = first(widget('ui-text: Working mode'));
+    const modeControl = first(widget('ui-dropdown: Working mode'));
+    const gridCharging = first(widget('ui-switch: Grid charging'));
+    const today = first(widget('ui-text: Solar today'));
+    const chart: FlowNode[] = [];
+    widget('ui-chart: Power (W), last hour').on('input', (msg: FlowNode) => chart.push(msg));
+
+    (await gauge).payload.should.be.within(simulator.soc - 1, simulator.soc + 1);
+    (await battery).payload.should.match(/^(charging \d+ W|discharging \d+ W|idle)$/);
+    (await modeText).payload.should.equal('Self-consumed Prioritized');
+    (await modeControl).payload.should.equal(1);
+    (await gridCharging).payload.should.equal(simulator.value(pointByName('gridCharging')!.address) === 1001 ? 1 : 0);
+    (await today).payload.should.match(/^\d+\.\d kWh$/);
+    await until(() => chart.length >= 4, 10000, 'four chart series');
+    chart.slice(0, 4).map((msg) => msg.topic).should.eql(['Battery', 'Solar', 'Grid', 'AC output']);
+    chart.slice(0, 4).forEach((msg) => should(msg.payload).be.a.Number());
+
+    // Not armed: a press of Charge reaches no device (the time it takes when armed, then nothing was written).
+    widget('ui-button: Charge').send({ topic: 'state', payload: 'charge' });
+    await new Promise((resolve) => setTimeout(resolve, 2500));
+    simulator.workingMode.should.equal(1);
+    should(simulator.stats.byOperation['Vendor.SetData'] ?? 0).equal(0);
+  });
+
+  it('once armed: Charge at the slider power, a new power while charging, Standby, grid charging, working mode 1', async () => {
+    const widget = await run(true);
+    widget('ui-slider: Power (W)').send({ topic: 'power', payload: 1200 });
+    widget('ui-button: Charge').send({ topic: 'state', payload: 'charge' });
+    await until(() => simulator.workingMode === 4 && simulator.controlState === 1, 15000, 'the simulator charging');
+    simulator.control.should.containEql({ state: 1, power: 1200, soc: 100 });
+    widget('ui-slider: Power (W)').send({ topic: 'power', payload: 600 });
+    await until(() => simulator.controlPower === 600, 10000, 'the new power applied while charging');
+    widget('ui-button: Standby').send({ topic: 'state', payload: 'standby' });
+    await until(() => simulator.controlState === 0, 10000, 'standby');
+
+    widget('ui-switch: Grid charging').send({ topic: 'gridCharging', payload: 1 });
+    await until(() => simulator.value(pointByName('gridCharging')!.address) === 1001, 10000, 'grid charging on');
+    // Handing control back: working mode 1 from the drop-down.
+    widget('ui-dropdown: Working mode').send({ topic: 'workingMode', payload: 1 });
+    await until(() => simulator.workingMode === 1, 10000, 'working mode 1');
     simulator.stats.violations.should.be.empty();
   });
 });
