@@ -25,11 +25,24 @@ import {
 import { digestResponse, parseDigestHeader, randomNonce } from './digest';
 import { checkPassword, decryptPassword } from './password-crypto';
 
+/** 'digest': HTTP + Digest as the specification describes; 'none': the maker's HTTP mode, no authentication. */
+export type SimulatorAuth = 'digest' | 'none';
+
+export const SIMULATOR_AUTH_MODES: readonly SimulatorAuth[] = ['digest', 'none'];
+
 export type Fault = 'timeout' | 'slow' | 'reset' | 'malformed' | 'http500' | 'http503' | 'resultFalse' | 'offline';
 
 export const FAULTS: readonly Fault[] = ['timeout', 'slow', 'reset', 'malformed', 'http500', 'http503', 'resultFalse', 'offline'];
 
+/**
+ * Options of the simulated device. `auth` 'digest' (default) checks every request's digest and keeps the
+ * default-password lock; 'none' is the maker's HTTP mode: no Authorization header needed (one sent is
+ * ignored), no lock, and `User.SetConfig` is refused with 403 (the maker documents the password change for
+ * HTTP + Digest only). `namespace` names the data operations: 'Vendor' (specification, default) or the
+ * maker's 'Indevolt' (`/rpc/Indevolt.GetData`).
+ */
 export interface SimulatorOptions {
+  auth?: SimulatorAuth;
   host?: string;
   port?: number;
   udpPort?: number | null;
@@ -70,6 +83,7 @@ export const SIMULATOR_DEFAULTS = {
   host: '127.0.0.1',
   port: 8080,
   udpPort: 8099,
+  auth: 'digest' as SimulatorAuth,
   username: 'opend',
   defaultPassword: 'opendefault',
   namespace: 'Vendor',
@@ -124,6 +138,7 @@ interface Answer {
 }
 
 export class DeviceSimulator {
+  private readonly auth: SimulatorAuth;
   private readonly host: string;
   private readonly requestedPort: number;
   private readonly requestedUdpPort: number | null;
@@ -192,6 +207,8 @@ export class DeviceSimulator {
   ]);
 
   constructor(options: SimulatorOptions = {}) {
+    this.auth = options.auth ?? SIMULATOR_DEFAULTS.auth;
+    if (!SIMULATOR_AUTH_MODES.includes(this.auth)) throw new RangeError(`auth must be one of ${SIMULATOR_AUTH_MODES.join(', ')}`);
     this.host = options.host ?? SIMULATOR_DEFAULTS.host;
     this.requestedPort = options.port ?? SIMULATOR_DEFAULTS.port;
     this.requestedUdpPort = options.udpPort === undefined ? SIMULATOR_DEFAULTS.udpPort : options.udpPort;
@@ -613,10 +630,16 @@ export class DeviceSimulator {
     }
     if (req.method !== method) return { status: 405, body: { code: 405, message: 'Method Not Allowed' }, headers: { Allow: method } };
 
-    const digest = this.checkDigest(req, operation);
-    if (!digest) return this.challenge();
-    // A device with its default password accepts nothing but the password change.
-    if (this.defaultState && operation !== 'User.SetConfig') return this.challenge();
+    let digest: { realm: string; nonce: string } | undefined;
+    if (this.auth === 'digest') {
+      digest = this.checkDigest(req, operation);
+      if (!digest) return this.challenge();
+      // A device with its default password accepts nothing but the password change.
+      if (this.defaultState && operation !== 'User.SetConfig') return this.challenge();
+    } else if (operation === 'User.SetConfig') {
+      // The password exists for HTTP + Digest only: without a digest there is no realm (tag) or nonce (IV).
+      return { status: 403, body: { code: 403, message: 'Forbidden' } };
+    }
 
     this.advance();
     if (operation === 'Sys.GetConfig') return { status: 200, body: { device: this.deviceInfo() } };
@@ -634,7 +657,7 @@ export class DeviceSimulator {
     if (!parsed || typeof parsed !== 'object' || Array.isArray(parsed)) return { status: 400, body: { code: 400, message: 'Bad Request' } };
     const params = parsed as Record<string, unknown>;
 
-    if (operation === 'User.SetConfig') return this.setPassword(params, digest);
+    if (operation === 'User.SetConfig') return this.setPassword(params, digest!);
     if (operation === `${this.namespace}.GetData`) return this.getData(params);
     return this.setData(params);
   }

@@ -344,9 +344,18 @@ describe('editor in a real browser (chromium)', function () {
     await page.locator('#localbattery-device-test').click();
     const serial = simulator!.value(0);
     serial!.should.equal(SERIAL);
-    const connected = text('localbattery-device.editor.testOk', { type: MODEL, sn: serial, fw: FIRMWARE });
+    const connected = text('localbattery-device.editor.testOk', { mode: text('localbattery-device.auth.digest'), namespace: 'Vendor', type: MODEL, sn: serial, fw: FIRMWARE });
     await page.locator('#localbattery-device-result', { hasText: String(serial) }).waitFor({ timeout: 10000 });
     (await page.locator('#localbattery-device-result').innerText()).should.equal(connected);
+
+    // HTTP mode hides the password and its tools and says why; HTTP + Digest brings them back.
+    await page.locator('#node-config-input-auth').selectOption('none');
+    (await page.locator('#node-config-input-password').isVisible()).should.be.false();
+    (await page.locator('#localbattery-device-setpw-open').isVisible()).should.be.false();
+    squash(await page.locator('#localbattery-device-nodigest').innerText()).should.equal(text('localbattery-device.editor.noDigestTip'));
+    await page.locator('#node-config-input-auth').selectOption('digest');
+    (await page.locator('#node-config-input-password').isVisible()).should.be.true();
+    (await page.locator('#localbattery-device-nodigest').isVisible()).should.be.false();
 
     /** The tooltip of an invalid field says why, in words from the en-US catalogue. */
     const tooltip = async (selector: string, message: string) => {

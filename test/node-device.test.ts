@@ -230,8 +230,9 @@ describe('localbattery-device config node', function () {
         .send({ id: 'device1', host, port, username, namespace, minInterval, timeout, password: '__PWRD__' })
         .expect(200);
       should(res.body.device).have.properties({ sn: IDENTITY.serialNumber, type: IDENTITY.model, fw: IDENTITY.firmware });
-      // Same settings as the running config: the editor's test went through the flows' queue.
-      should(helper.getNode('device1').client.requestCount).equal(1);
+      should(res.body).match({ auth: 'digest', namespace: 'Vendor', detected: false });
+      // Same settings as the running config: the editor's test (device info, then the serial number) went through the flows' queue.
+      should(helper.getNode('device1').client.requestCount).equal(2);
     });
 
     it('POST /localbattery/test reports a wrong password as 400 without echoing it, and never borrows another node\'s secret', async function () {

@@ -6,10 +6,10 @@ import { spawn } from 'node:child_process';
 import { createCipheriv } from 'node:crypto';
 import should from 'should';
 import { MAX_ADDRESSES_PER_READ, READ_POINTS, REAL_TIME, pointByName } from '../src/catalogue';
-import { buildAuthorization, parseDigestHeader } from '../src/digest';
+import { digestResponse, parseDigestHeader } from '../src/digest';
 import { encryptPassword } from '../src/password-crypto';
 import { DeviceSimulator, SIMULATOR_DEFAULTS, defaultUnsupportedAddresses, type SimulatorOptions } from '../src/simulator';
-import { parseSimulatorArgs } from '../src/cli/simulator';
+import { HELP, listeningLine, parseSimulatorArgs } from '../src/cli/simulator';
 
 const PASSWORD = 'sim-test-pw';
 const NS = 'Vendor';
@@ -53,16 +53,14 @@ function call(simulator: DeviceSimulator, c: Call): Promise<Reply> {
   const headers: Record<string, string> = { 'Content-Type': 'application/json', Connection: 'close' };
   if (method === 'POST') headers['Content-Length'] = String(Buffer.byteLength(c.body ?? ''));
   if (c.auth !== false) {
-    headers.Authorization = buildAuthorization({
-      username: c.username ?? 'opend',
-      password: c.password ?? PASSWORD,
-      method,
-      uri: c.uri ?? target,
-      realm: c.realm ?? 'opend',
-      nonce: c.nonce ?? '123456',
-      nc: '00000001',
-      cnonce: '2',
-    });
+    // Written by hand (the vendor's example values), independent of the client's digest-fetch.
+    const digest = {
+      username: c.username ?? 'opend', password: c.password ?? PASSWORD, method, uri: c.uri ?? target,
+      realm: c.realm ?? 'opend', nonce: c.nonce ?? '123456', nc: '00000001', cnonce: '2',
+    };
+    headers.Authorization =
+      `Digest username="${digest.username}", realm="${digest.realm}", nonce="${digest.nonce}", uri="${digest.uri}", ` +
+      `algorithm=MD5, response="${digestResponse(digest)}", qop=auth, nc=00000001, cnonce="2"`;
   }
   Object.assign(headers, c.headers);
   for (const name of c.omitHeaders ?? []) delete headers[name];
@@ -192,6 +190,44 @@ describe('DeviceSimulator', function () {
       const second = await call(sim, { operation: 'Sys.GetConfig', realm: challenge.realm, nonce: challenge.nonce });
       second.status.should.equal(200);
       JSON.parse(second.body).device.sn.should.equal(sim.value(0));
+    });
+  });
+
+  describe('HTTP mode (auth none)', () => {
+    it('serves data operations without an Authorization header, ignores one it gets, and has no default-password lock', async () => {
+      const sim = await start({ auth: 'none', password: undefined });
+      sim.hasDefaultPassword.should.be.true();
+      const soc = String(address('batterySoc'));
+      const bare = await call(sim, { operation: `${NS}.GetData`, config: { t: [Number(soc)] }, auth: false });
+      bare.status.should.equal(200, bare.body);
+      JSON.parse(bare.body).should.have.property(soc);
+      (await call(sim, { operation: `${NS}.GetData`, config: { t: [Number(soc)] }, password: 'wrong' })).status.should.equal(200);
+      (await call(sim, { operation: 'Sys.GetConfig', auth: false })).status.should.equal(200);
+      const write = await call(sim, { operation: `${NS}.SetData`, config: { f: 16, t: address('workingModeSetting'), v: [REAL_TIME.mode] }, auth: false });
+      write.body.should.equal('{"result":true}');
+      sim.workingMode.should.equal(REAL_TIME.mode);
+      listeningLine(sim, { auth: 'none' }).should.match(/\(HTTP mode, no authentication\)/).and.not.containEql('default password');
+    });
+
+    it('refuses User.SetConfig with 403 and keeps the password', async () => {
+      const sim = await start({ auth: 'none', password: 'qazwsxed' });
+      for (const auth of [false, true]) {
+        const reply = await call(sim, {
+          operation: 'User.SetConfig', config: { Password: 'TrKQZ1QC1MQ=' }, password: 'qazwsxed', realm: 'zwvQTjeg5rvLdBvLzqtymg==', nonce: '123456', auth,
+        });
+        reply.status.should.equal(403);
+      }
+      sim.password.should.equal('qazwsxed');
+    });
+
+    it('serves the maker namespace Indevolt together with HTTP mode', async () => {
+      const sim = await start({ auth: 'none', namespace: 'Indevolt' });
+      (await call(sim, { operation: 'Indevolt.GetData', config: { t: [0] }, auth: false })).status.should.equal(200);
+      (await call(sim, { operation: `${NS}.GetData`, config: { t: [0] }, auth: false })).status.should.equal(404);
+    });
+
+    it('refuses an unknown auth mode', () => {
+      (() => new DeviceSimulator({ auth: 'basic' as never })).should.throw(/auth must be one of digest, none/);
     });
   });
 
@@ -572,6 +608,9 @@ describe('DeviceSimulator', function () {
       (() => parseSimulatorArgs(['--port', '70000'])).should.throw(/--port/);
       (() => parseSimulatorArgs(['--fault', 'nope'])).should.throw(/--fault/);
       (() => parseSimulatorArgs(['--bogus', '1'])).should.throw(/Unknown option/);
+      parseSimulatorArgs(['--auth', 'none', '--namespace', 'Indevolt']).options.should.eql({ auth: 'none', namespace: 'Indevolt' });
+      (() => parseSimulatorArgs(['--auth', 'basic'])).should.throw(/--auth needs one of digest, none/);
+      HELP.should.match(/--auth <digest\|none>/).and.match(/--namespace <name>[^]*Indevolt/);
     });
 
     it('starts, serves requests, never prints a changed password and stops on SIGTERM', async () => {
