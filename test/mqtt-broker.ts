@@ -1,6 +1,5 @@
 /** A real MQTT broker (aedes) on 127.0.0.1 for tests, recording what clients publish and subscribe to. */
 import net from 'node:net';
-import { Aedes } from 'aedes';
 
 export interface Published {
   topic: string;
@@ -18,6 +17,8 @@ export interface TestBroker {
 }
 
 export async function startBroker(): Promise<TestBroker> {
+  // aedes is an ES module: a real import() from this CommonJS test.
+  const { Aedes } = await import('aedes');
   const aedes = await Aedes.createBroker();
   const server = net.createServer(aedes.handle);
   const published: Published[] = [];
