@@ -21,7 +21,7 @@ import { launchChromium, requireChromium, startNodeRed, stopChild } from './node
 
 const ROOT = path.resolve(__dirname, '..', '..');
 const PASSWORD = 'e2e-secret-1';
-const MODEL = 'SIM-E2E-7';
+const DEVICE_TYPE = 'SIM-E2E-7';
 const SERIAL = 'E2E0000000004242';
 const FIRMWARE = 'V9.9.99_E2E';
 
@@ -86,7 +86,7 @@ describe('editor in a real browser (chromium)', function () {
 
   before(async function () {
     requireChromium(this);
-    simulator = new DeviceSimulator({ port: 0, udpPort: null, password: PASSWORD, model: MODEL, serialNumber: SERIAL, firmware: FIRMWARE });
+    simulator = new DeviceSimulator({ port: 0, udpPort: null, password: PASSWORD, type: DEVICE_TYPE, serialNumber: SERIAL, firmware: FIRMWARE });
     await simulator.start();
     userDir = fs.mkdtempSync(path.join(os.tmpdir(), 'localbattery-editor-'));
     const started = await startNodeRed(userDir, flows(simulator.port), { [ID.device]: { password: PASSWORD } }, redLog);
@@ -344,7 +344,7 @@ describe('editor in a real browser (chromium)', function () {
     await page.locator('#localbattery-device-test').click();
     const serial = simulator!.value(0);
     serial!.should.equal(SERIAL);
-    const connected = text('localbattery-device.editor.testOk', { mode: text('localbattery-device.auth.digest'), namespace: 'Vendor', type: MODEL, sn: serial, fw: FIRMWARE });
+    const connected = text('localbattery-device.editor.testOk', { mode: text('localbattery-device.auth.digest'), namespace: 'Vendor', type: DEVICE_TYPE, sn: serial, fw: FIRMWARE });
     await page.locator('#localbattery-device-result', { hasText: String(serial) }).waitFor({ timeout: 10000 });
     (await page.locator('#localbattery-device-result').innerText()).should.equal(connected);
 

@@ -86,7 +86,7 @@ describe('localbattery-read node', function () {
     const homeAssistant: Record<string, unknown> = {
       batterySoc: { device_class: 'battery', unit_of_measurement: '%', state_class: 'measurement' },
       batteryPower: { device_class: 'power', unit_of_measurement: 'W', state_class: 'measurement' },
-      workingMode: { device_class: 'enum', options: ['Self-consumed Prioritized', 'Real-time Control', 'Charge/Discharge Schedule'] },
+      workingMode: { device_class: 'enum', options: ['Outdoor Portable', 'Self-consumed Prioritized', 'Real-time Control', 'Charge/Discharge Schedule'] },
       ratedCapacity: { device_class: 'energy_storage', unit_of_measurement: 'kWh' },
       gridVoltage: { device_class: 'voltage', unit_of_measurement: 'V', state_class: 'measurement' },
     };

@@ -1,6 +1,16 @@
 #!/usr/bin/env node
 /** `local-battery-simulator`: runs the device simulator until SIGINT or SIGTERM. */
-import { DeviceSimulator, FAULTS, SIMULATOR_AUTH_MODES, SIMULATOR_DEFAULTS, type Fault, type SimulatorAuth, type SimulatorOptions } from '../simulator';
+import type { ModelClass } from '../catalogue';
+import {
+  DeviceSimulator,
+  FAULTS,
+  SIMULATOR_AUTH_MODES,
+  SIMULATOR_DEFAULTS,
+  SIMULATOR_MODELS,
+  type Fault,
+  type SimulatorAuth,
+  type SimulatorOptions,
+} from '../simulator';
 
 export const HELP = `Usage: local-battery-simulator [options]
 
@@ -18,8 +28,11 @@ Options:
   --namespace <name>          data-operation namespace, /rpc/<name>.GetData: Vendor as the specification
                               writes, Indevolt as shipped firmware (default ${SIMULATOR_DEFAULTS.namespace})
   --time-scale <n>            battery model speed-up, 60 = a minute per second (default ${SIMULATOR_DEFAULTS.timeScale})
+  --model <2000|1600>         model class: its point set and power range; 1600 = charge up to 1200 W,
+                              discharge up to 800 W (default ${SIMULATOR_DEFAULTS.model})
   --serial <text>             serial number (default ${SIMULATOR_DEFAULTS.serialNumber})
-  --model <text>              device model (default ${SIMULATOR_DEFAULTS.model})
+  --type <text>               device type that Sys.GetConfig reports (default ${SIMULATOR_DEFAULTS.type})
+  --blank-identity            Sys.GetConfig with empty sn and hostname, as in the maker's example
   --firmware <text>           firmware version string
   --advertised-ip <address>   IP address the discovery answer names (default: the host)
   --min-interval <ms>         minimum request interval recorded as violations (default ${SIMULATOR_DEFAULTS.minIntervalMs})
@@ -55,6 +68,10 @@ export function parseSimulatorArgs(argv: readonly string[]): SimulatorCommand {
       options.requireChallenge = true;
       continue;
     }
+    if (arg === '--blank-identity') {
+      options.blankIdentity = true;
+      continue;
+    }
     const match = /^--([a-z-]+)(?:=(.*))?$/s.exec(arg);
     if (!match) throw new Error(`Unknown argument "${arg}" (see --help)`);
     const flag = `--${match[1]}`;
@@ -85,7 +102,11 @@ export function parseSimulatorArgs(argv: readonly string[]): SimulatorCommand {
         break;
       }
       case '--serial': options.serialNumber = value; break;
-      case '--model': options.model = value; break;
+      case '--model':
+        if (!(SIMULATOR_MODELS as readonly string[]).includes(value)) throw new Error(`${flag} needs one of ${SIMULATOR_MODELS.join(', ')}, got "${value}"`);
+        options.model = value as ModelClass;
+        break;
+      case '--type': options.type = value; break;
       case '--firmware': options.firmware = value; break;
       case '--advertised-ip': options.advertisedIp = value; break;
       case '--min-interval': options.minIntervalMs = integer(flag, value, 0, 3600000); break;
