@@ -12,7 +12,7 @@ const root = path.join(__dirname, '..');
 const userDir = path.join(root, '.demo');
 const pkg = require('../package.json');
 const DEMO_PASSWORD = 'demo-pass-1';
-const DEMO_EXAMPLES = ['Dashboard.json', 'Monitoring.json', 'Zero feed-in.json'];
+const DEMO_EXAMPLES = ['Monitoring.json', 'Dashboard.json', 'Zero feed-in.json'];
 // Examples whose writing nodes the demo enables: the simulator is no battery to protect. The others stay inert as
 // imported, so only the dashboard steers the battery (zero feed-in would overrule its buttons within seconds).
 const ARMED_EXAMPLES = ['Dashboard.json'];
