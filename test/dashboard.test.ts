@@ -40,7 +40,7 @@ describe('Dashboard example in a real browser (chromium)', function () {
     await simulator.start();
     const flow = armedExample(simulator.port);
     const device = flow.find((node) => node.type === 'localbattery-device')!;
-    run = await startBrowserRun(flow, { [device.id as string]: { password: PASSWORD } }, { width: 1280, height: 900 });
+    run = await startBrowserRun(flow, { [device.id as string]: { password: PASSWORD } }, { width: 1280, height: 900 }, ['@flowfuse/node-red-dashboard']);
     await run.page.goto(`${run.url}dashboard/battery`);
   });
 

@@ -35,18 +35,28 @@ export function freePort(): Promise<number> {
   });
 }
 
-/** Starts Node-RED with `flows` and plain-JSON `credentials`; resolves once the flows have started. */
+/**
+ * Starts Node-RED with `flows` and plain-JSON `credentials`; resolves once the flows have started. `modules` are
+ * other Node-RED modules of this package's node_modules to link into the user directory, so that any Node-RED under
+ * test (also one installed elsewhere, see scripts/compat-node-red-5.sh) loads them.
+ */
 export async function startNodeRed(
   userDir: string,
   flows: Record<string, unknown>[],
   credentials: Record<string, unknown>,
   log: string[],
+  modules: string[] = [],
 ): Promise<{ child: ChildProcess; url: string }> {
   const port = await freePort();
-  const link = path.join(userDir, 'node_modules', ...PKG.name.split('/'));
-  fs.mkdirSync(path.dirname(link), { recursive: true });
-  fs.symlinkSync(ROOT, link, 'dir');
-  fs.writeFileSync(path.join(userDir, 'package.json'), JSON.stringify({ name: 'local-battery-browser-test', private: true, dependencies: { [PKG.name]: '*' } }));
+  const links: Record<string, string> = { [PKG.name]: ROOT };
+  for (const module of modules) links[module] = path.join(ROOT, 'node_modules', ...module.split('/'));
+  for (const [name, target] of Object.entries(links)) {
+    const link = path.join(userDir, 'node_modules', ...name.split('/'));
+    fs.mkdirSync(path.dirname(link), { recursive: true });
+    fs.symlinkSync(target, link, 'dir');
+  }
+  const dependencies = Object.fromEntries(Object.keys(links).map((name) => [name, '*']));
+  fs.writeFileSync(path.join(userDir, 'package.json'), JSON.stringify({ name: 'local-battery-browser-test', private: true, dependencies }));
   fs.writeFileSync(path.join(userDir, 'flows.json'), JSON.stringify(flows));
   // credentialSecret false: the credentials file is plain JSON.
   fs.writeFileSync(path.join(userDir, 'flows_cred.json'), JSON.stringify(credentials));
@@ -127,12 +137,13 @@ export async function startBrowserRun(
   flows: Record<string, unknown>[],
   credentials: Record<string, unknown>,
   viewport: { width: number; height: number },
+  modules: string[] = [],
 ): Promise<BrowserRun> {
   const userDir = fs.mkdtempSync(path.join(os.tmpdir(), 'localbattery-browser-'));
   const redLog: string[] = [];
   const pageErrors: string[] = [];
   const blocked: string[] = [];
-  const { child, url } = await startNodeRed(userDir, flows, credentials, redLog);
+  const { child, url } = await startNodeRed(userDir, flows, credentials, redLog, modules);
   const { browser, context } = await launchChromium(viewport, blocked);
   const page = await context.newPage();
   page.on('pageerror', (error) => pageErrors.push(error.message));
