@@ -4,7 +4,7 @@
  */
 import type { Node, NodeAPI, NodeDef, NodeStatus } from 'node-red';
 import type { Request, Response } from 'express';
-import { catalogueJson } from '../src/catalogue';
+import { POWER_LIMIT, catalogueJson } from '../src/catalogue';
 import { ClientPool, type Lease } from '../src/client-pool';
 import type { AuthMode } from '../src/auth';
 import { DEFAULTS, type ClientOptions, type ConnectionState } from '../src/client';
@@ -20,6 +20,7 @@ interface DeviceDef extends NodeDef {
   namespace: string;
   minInterval: string | number;
   timeout: string | number;
+  powerLimit: string | number;
 }
 
 interface DeviceCredentials {
@@ -42,6 +43,7 @@ function optionsFrom(settings: Partial<Record<keyof DeviceDef, unknown>>, passwo
     namespace: String(settings.namespace ?? DEFAULTS.namespace),
     minIntervalMs: number(settings.minInterval, DEFAULTS.minIntervalMs),
     timeoutMs: number(settings.timeout, DEFAULTS.timeoutMs),
+    powerLimit: number(settings.powerLimit, POWER_LIMIT.default),
   };
 }
 

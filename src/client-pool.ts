@@ -59,5 +59,6 @@ function poolKey(options: ClientOptions): string {
     options.namespace?.trim() || DEFAULTS.namespace,
     options.minIntervalMs ?? DEFAULTS.minIntervalMs,
     options.timeoutMs ?? DEFAULTS.timeoutMs,
+    options.powerLimit,
   ]);
 }

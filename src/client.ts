@@ -5,11 +5,14 @@
 import { EventEmitter } from 'node:events';
 import {
   MAX_ADDRESSES_PER_READ,
+  POWER_LIMIT,
   REAL_TIME,
   decodeValue,
   resolveWritePoint,
+  validatePowerLimit,
   validateWrite,
   isValidAddress,
+  type WriteLimits,
   type WritePoint,
 } from './catalogue';
 import { AUTH_MODES, answerChallenge, digestAuthorization, isHeaderSafe, randomNonce, type AuthMode, type DigestSeed } from './auth';
@@ -57,6 +60,8 @@ export interface ClientOptions {
   minIntervalMs?: number;
   timeoutMs?: number;
   maxQueue?: number;
+  /** Upper bound in W of the power points (POWER_LIMIT): the specification's 2400 W unless the model differs. */
+  powerLimit?: number;
 }
 
 export type ConnectionState = 'unknown' | 'ok' | 'unauthorized' | 'default-password' | 'digest-required' | 'unreachable' | 'error';
@@ -119,6 +124,8 @@ export class DeviceClient extends EventEmitter {
   readonly configuredNamespace: string | undefined;
   readonly minIntervalMs: number;
   readonly timeoutMs: number;
+  /** The bounds every write is checked against. */
+  readonly limits: Required<WriteLimits>;
   private username: string;
   private password: string;
   private readonly scheduler: RequestScheduler;
@@ -152,6 +159,7 @@ export class DeviceClient extends EventEmitter {
     if (!Number.isFinite(this.timeoutMs) || this.timeoutMs < 100 || this.timeoutMs > 120000) {
       throw new ValidationError('time-out', options.timeoutMs, 'from 100 to 120000 ms');
     }
+    this.limits = { powerLimit: validatePowerLimit(options.powerLimit ?? POWER_LIMIT.default, 'power limit') };
     this.scheduler = new RequestScheduler({
       minIntervalMs: this.minIntervalMs,
       line: deviceLine(this.host, this.port),
@@ -209,7 +217,7 @@ export class DeviceClient extends EventEmitter {
    */
   async write(point: string | number | WritePoint, values: unknown): Promise<WriteResult> {
     const target = typeof point === 'object' ? point : resolveWritePoint(point);
-    const checked = validateWrite(target, values);
+    const checked = validateWrite(target, values, this.limits);
     const status = await this.scheduler.write(target.address, checked);
     return { status, point: target.name, address: target.address, values: checked };
   }
