@@ -9,6 +9,7 @@ import { ClientPool, type Lease } from '../src/client-pool';
 import { DEFAULTS, type ClientOptions, type ConnectionState } from '../src/client';
 import { discover } from '../src/discovery';
 import { ValidationError } from '../src/errors';
+import { decimalNumber } from '../src/numbers';
 import { describeError } from './shared';
 
 interface DeviceDef extends NodeDef {
@@ -30,15 +31,20 @@ const STORED_PASSWORD = '__PWRD__';
 const pool = new ClientPool();
 
 function optionsFrom(settings: Partial<Record<keyof DeviceDef, unknown>>, password: string | undefined): ClientOptions {
-  const number = (value: unknown, fallback: number) => (value === undefined || value === '' ? fallback : Number(value));
+  const number = (value: unknown, fallback: number, field: string) => {
+    if (value === undefined || value === '') return fallback;
+    const parsed = decimalNumber(value);
+    if (parsed === undefined) throw new ValidationError(field, value, 'a decimal number');
+    return parsed;
+  };
   return {
     host: String(settings.host ?? '').trim(),
-    port: number(settings.port, DEFAULTS.port),
+    port: number(settings.port, DEFAULTS.port, 'port'),
     username: String(settings.username || DEFAULTS.username),
     password: password ?? '',
     namespace: String(settings.namespace || DEFAULTS.namespace),
-    minIntervalMs: number(settings.minInterval, DEFAULTS.minIntervalMs),
-    timeoutMs: number(settings.timeout, DEFAULTS.timeoutMs),
+    minIntervalMs: number(settings.minInterval, DEFAULTS.minIntervalMs, 'minimum interval'),
+    timeoutMs: number(settings.timeout, DEFAULTS.timeoutMs, 'time-out'),
   };
 }
 
@@ -129,9 +135,9 @@ export = function (RED: NodeAPI) {
 
   RED.httpAdmin.post('/localbattery/discover', write, async (req: Request, res: Response) => {
     const warnings: string[] = [];
-    const listenMs = Math.min(Math.max(Number(req.body?.listenMs) || 3000, 500), 15000);
+    const listenMs = Math.min(Math.max(decimalNumber(req.body?.listenMs) || 3000, 500), 15000);
     const target = typeof req.body?.target === 'string' && req.body.target.trim() ? req.body.target.trim() : undefined;
-    const port = Number(req.body?.port) || undefined;
+    const port = req.body?.port === undefined || req.body.port === '' ? undefined : decimalNumber(req.body.port) ?? NaN;
     try {
       const devices = await discover({ target, port, listenMs, onWarning: (message) => warnings.push(message) });
       res.json({ devices, warnings });

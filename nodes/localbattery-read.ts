@@ -6,6 +6,7 @@ import type { Node, NodeAPI, NodeDef, NodeMessage } from 'node-red';
 import { describeValue, readPointByAddress, resolveReadAddresses, type DecodedValue } from '../src/catalogue';
 import type { ReadResult } from '../src/client';
 import { ValidationError } from '../src/errors';
+import { decimalNumber } from '../src/numbers';
 import { clientOf, deviceOf, errorStatus, timeOfDay } from './shared';
 
 type OutputMode = 'object' | 'address' | 'split';
@@ -29,9 +30,10 @@ const MAX_POLL_SECONDS = 86400;
 const FIRST_POLL_DELAY_MS = 100;
 
 function pollIntervalMs(value: unknown): number {
-  if (value === undefined || value === null || String(value).trim() === '' || Number(value) === 0) return 0;
-  const seconds = Number(value);
-  if (!Number.isFinite(seconds) || seconds < MIN_POLL_SECONDS || seconds > MAX_POLL_SECONDS) {
+  if (value === undefined || value === null || String(value).trim() === '') return 0;
+  const seconds = decimalNumber(value);
+  if (seconds === 0) return 0;
+  if (seconds === undefined || seconds < MIN_POLL_SECONDS || seconds > MAX_POLL_SECONDS) {
     throw new ValidationError('interval', value, `empty or 0 (no polling), or ${MIN_POLL_SECONDS} to ${MAX_POLL_SECONDS} seconds`);
   }
   return Math.round(seconds * 1000);

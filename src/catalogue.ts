@@ -4,6 +4,7 @@
  * Runtime validation, the editor pickers, the simulator and the README point table all derive from this file.
  */
 import { ValidationError } from './errors';
+import { decimalNumber } from './numbers';
 
 export type ReadType = 'string' | 'num' | 'float' | 'enum';
 export type WriteType = 'enum' | 'uint' | 'int';
@@ -98,14 +99,16 @@ function modularFirmware(): ReadSpec[] {
 }
 
 /** Per-unit battery addresses: SN, SOC, voltage, current, temperature, cell 1 and cell 2 voltage. */
-const BATTERY_UNITS: { key: string; label: string; sn: number; snType: ReadType; addresses: number[] }[] = [
-  { key: 'mb', label: 'MB', sn: 9008, snType: 'string', addresses: [9000, 9004, 9013, 9012, 9009, 9011] },
-  { key: 'pack1', label: 'Pack1', sn: 9032, snType: 'string', addresses: [9016, 9020, 19173, 9030, 9021, 9023] },
-  { key: 'pack2', label: 'Pack2', sn: 9051, snType: 'string', addresses: [9035, 9039, 19174, 9049, 9040, 9042] },
-  { key: 'pack3', label: 'Pack3', sn: 9070, snType: 'string', addresses: [9054, 9058, 19175, 9068, 9059, 9061] },
-  // The specification lists the Pack4 serial number as Num.
-  { key: 'pack4', label: 'Pack4', sn: 9165, snType: 'num', addresses: [9149, 9153, 19176, 9163, 9154, 9156] },
-  { key: 'pack5', label: 'Pack5', sn: 9218, snType: 'string', addresses: [9202, 9206, 19177, 9216, 9219, 9222] },
+const BATTERY_UNITS: { key: string; label: string; sn: number; snNote?: string; addresses: number[] }[] = [
+  { key: 'mb', label: 'MB', sn: 9008, addresses: [9000, 9004, 9013, 9012, 9009, 9011] },
+  { key: 'pack1', label: 'Pack1', sn: 9032, addresses: [9016, 9020, 19173, 9030, 9021, 9023] },
+  { key: 'pack2', label: 'Pack2', sn: 9051, addresses: [9035, 9039, 19174, 9049, 9040, 9042] },
+  { key: 'pack3', label: 'Pack3', sn: 9070, addresses: [9054, 9058, 19175, 9068, 9059, 9061] },
+  {
+    key: 'pack4', label: 'Pack4', sn: 9165, addresses: [9149, 9153, 19176, 9163, 9154, 9156],
+    snNote: 'The specification lists it as Num; read as text so that leading zeros stay.',
+  },
+  { key: 'pack5', label: 'Pack5', sn: 9218, addresses: [9202, 9206, 19177, 9216, 9219, 9222] },
 ];
 
 function batteryUnits(): ReadPoint[] {
@@ -120,8 +123,9 @@ function batteryUnits(): ReadPoint[] {
   return BATTERY_UNITS.flatMap((unit) => {
     const category = `Battery unit ${unit.label}`;
     const sn: ReadPoint = {
-      direction: 'read', category, type: unit.snType,
+      direction: 'read', category, type: 'string',
       address: unit.sn, name: `${unit.key}SerialNumber`, label: `${unit.label} serial number`,
+      ...(unit.snNote ? { note: unit.snNote } : {}),
     };
     const values = fields.map((field, i): ReadPoint => ({
       direction: 'read', category, type: 'num', unit: field.unit,
@@ -352,15 +356,14 @@ export interface DecodedValue {
 }
 
 /**
- * Turns a raw value from a GetData answer into the point's type: numeric strings become numbers where
- * the point is numeric (some firmware sends enums as "1001"); strings stay strings.
+ * Turns a raw value from a GetData answer into the point's type: decimal strings become numbers where
+ * the point is numeric (some firmware sends enums as "1001"); other text stays as it came; strings stay strings.
+ * undefined: a numeric point answered with no value (null, a boolean, an object), which counts as missing.
  */
-export function decodeValue(address: number, raw: unknown): number | string {
+export function decodeValue(address: number, raw: unknown): number | string | undefined {
   const point = readByAddress.get(address);
   if (point?.type === 'string') return raw === null || raw === undefined ? '' : String(raw);
-  if (typeof raw === 'number') return raw;
-  if (typeof raw === 'string' && raw.trim() !== '' && Number.isFinite(Number(raw))) return Number(raw);
-  return typeof raw === 'string' ? raw : JSON.stringify(raw);
+  return decimalNumber(raw) ?? (typeof raw === 'string' ? raw : undefined);
 }
 
 /** Adds the label of an enumerated value, or the HH:MM form of a packed time. */
@@ -388,23 +391,15 @@ export function describeAllowed(point: WritePoint): string {
   return `an integer from ${point.min} to ${point.max}${point.unit ? ' ' + point.unit : ''}`;
 }
 
-function toNumber(value: unknown): number | undefined {
-  if (typeof value === 'number') return value;
-  if (typeof value === 'string' && value.trim() !== '' && Number.isFinite(Number(value))) return Number(value);
-  if (typeof value === 'boolean') return value ? 1 : 0;
-  return undefined;
-}
-
 /** Checks one value against a write point and returns it as the integer the device expects. */
 export function validateWriteValue(point: WritePoint, value: unknown, field: string = point.name): number {
-  let number = toNumber(value);
+  let number = decimalNumber(value);
   if (number === undefined && typeof value === 'string' && point.enum) {
     // An enum value may be given by its label, e.g. "Enable".
     number = point.enum.find((o) => o.label.toLowerCase() === value.trim().toLowerCase())?.value;
   }
   const allowed = describeAllowed(point);
-  if (number === undefined || !Number.isFinite(number)) throw new ValidationError(field, value, allowed, point);
-  if (!Number.isInteger(number)) throw new ValidationError(field, value, allowed, point);
+  if (number === undefined || !Number.isInteger(number)) throw new ValidationError(field, value, allowed, point);
   if (point.enum) {
     if (!point.enum.some((o) => o.value === number)) throw new ValidationError(field, value, allowed, point);
   } else if ((point.min !== undefined && number < point.min) || (point.max !== undefined && number > point.max)) {

@@ -28,6 +28,8 @@ const PREVIEW_CHARACTERS = 60;
 
 function show(value: unknown): string {
   if (value === undefined) return 'nothing';
+  // JSON would show NaN and Infinity as null.
+  if (typeof value === 'number') return String(value);
   if (typeof value === 'string') {
     if (value.length <= PREVIEW_CHARACTERS) return JSON.stringify(value);
     return `${JSON.stringify(value.slice(0, PREVIEW_CHARACTERS))}… (${value.length} characters)`;

@@ -1,6 +1,7 @@
 /** The core: everything here works without Node-RED. */
 export * from './catalogue';
 export * from './errors';
+export * from './numbers';
 export * from './client';
 export * from './scheduler';
 export * from './digest';

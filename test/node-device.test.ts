@@ -187,6 +187,17 @@ describe('localbattery-device config node', function () {
       should(helper.getNode('device1').configError).match(/host/);
       should(lastStatus(helper.getNode('info1'))).eql({ fill: 'red', shape: 'ring', text: text('localbattery-device.status.invalid') });
     });
+
+    it('takes its port, interval and time-out as decimal numbers only', async function () {
+      simulator = await startSimulator();
+      for (const [setting, value, field] of [['port', '0x50', 'port'], ['minInterval', '0x3e8', 'minimum interval'], ['timeout', '0b11111010000', 'time-out']]) {
+        const device = deviceConfig(simulator, 'device1', { [setting]: value });
+        await helper.load(nodes, [device.node, ...info('info1')], device.credentials);
+        should(helper.getNode('device1').client).be.undefined();
+        should(helper.getNode('device1').configError).startWith(`Invalid ${field}: got "${value}"`);
+        await helper.unload();
+      }
+    });
   });
 
   describe('admin routes', function () {
