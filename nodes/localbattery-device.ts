@@ -37,12 +37,13 @@ function optionsFrom(settings: Partial<Record<keyof DeviceDef, unknown>>, passwo
     if (parsed === undefined) throw new ValidationError(field, value, 'a decimal number');
     return parsed;
   };
+  const text = (value: unknown, fallback: string) => (typeof value === 'string' && value !== '' ? value : fallback);
   return {
-    host: String(settings.host ?? '').trim(),
+    host: text(settings.host, '').trim(),
     port: number(settings.port, DEFAULTS.port, 'port'),
-    username: String(settings.username || DEFAULTS.username),
+    username: text(settings.username, DEFAULTS.username),
     password: password ?? '',
-    namespace: String(settings.namespace || DEFAULTS.namespace),
+    namespace: text(settings.namespace, DEFAULTS.namespace),
     minIntervalMs: number(settings.minInterval, DEFAULTS.minIntervalMs, 'minimum interval'),
     timeoutMs: number(settings.timeout, DEFAULTS.timeoutMs, 'time-out'),
   };
@@ -135,9 +136,10 @@ export = function (RED: NodeAPI) {
 
   RED.httpAdmin.post('/localbattery/discover', write, async (req: Request, res: Response) => {
     const warnings: string[] = [];
-    const listenMs = Math.min(Math.max(decimalNumber(req.body?.listenMs) || 3000, 500), 15000);
-    const target = typeof req.body?.target === 'string' && req.body.target.trim() ? req.body.target.trim() : undefined;
-    const port = req.body?.port === undefined || req.body.port === '' ? undefined : decimalNumber(req.body.port) ?? NaN;
+    const body = bodyOf(req);
+    const listenMs = Math.min(Math.max(decimalNumber(body.listenMs) || 3000, 500), 15000);
+    const target = typeof body.target === 'string' && body.target.trim() ? body.target.trim() : undefined;
+    const port = body.port === undefined || body.port === '' ? undefined : decimalNumber(body.port) ?? NaN;
     try {
       const devices = await discover({ target, port, listenMs, onWarning: (message) => warnings.push(message) });
       res.json({ devices, warnings });
@@ -147,20 +149,26 @@ export = function (RED: NodeAPI) {
     }
   });
 
+  /** The JSON body of an admin request; anything else counts as empty. */
+  function bodyOf(req: Request): Record<string, unknown> {
+    const body: unknown = req.body;
+    return body && typeof body === 'object' ? (body as Record<string, unknown>) : {};
+  }
+
   /** Settings from the editor, with the stored password of node `id` where the editor sent the placeholder. */
   function editorOptions(body: Record<string, unknown>, passwordField: string): ClientOptions {
-    let password = typeof body[passwordField] === 'string' ? (body[passwordField] as string) : '';
+    let password = typeof body[passwordField] === 'string' ? (body[passwordField]) : '';
     // Only a device configuration's own password: any other node's secret must not go to a host the request names.
     if ((password === STORED_PASSWORD || password === '') && typeof body.id === 'string' && RED.nodes.getNode(body.id)?.type === 'localbattery-device') {
       password = (RED.nodes.getCredentials(body.id) as DeviceCredentials | undefined)?.password ?? '';
     }
-    return optionsFrom(body as Partial<Record<keyof DeviceDef, unknown>>, password);
+    return optionsFrom(body, password);
   }
 
   RED.httpAdmin.post('/localbattery/test', write, async (req: Request, res: Response) => {
     let lease: Lease | undefined;
     try {
-      lease = pool.acquire(editorOptions(req.body ?? {}, 'password'));
+      lease = pool.acquire(editorOptions(bodyOf(req), 'password'));
       res.json({ device: await lease.client.getDeviceInfo() });
     } catch (error) {
       res.status(400).json({ error: describeError(error) });
@@ -172,8 +180,10 @@ export = function (RED: NodeAPI) {
   RED.httpAdmin.post('/localbattery/set-password', write, async (req: Request, res: Response) => {
     let lease: Lease | undefined;
     try {
-      lease = pool.acquire(editorOptions(req.body ?? {}, 'currentPassword'));
-      await lease.client.changePassword(String(req.body?.newPassword ?? ''));
+      const body = bodyOf(req);
+      lease = pool.acquire(editorOptions(body, 'currentPassword'));
+      // Anything but text (an object would become "[object Object]") is left for the password check to refuse.
+      await lease.client.changePassword(typeof body.newPassword === 'string' ? body.newPassword : '');
       res.json({ result: true });
     } catch (error) {
       res.status(400).json({ error: describeError(error) });
