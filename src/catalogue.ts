@@ -310,7 +310,7 @@ export function resolveReadAddresses(references: readonly (string | number)[], f
     throw new ValidationError(field, references, 'a non-empty list of point names or addresses');
   }
   const addresses: number[] = [];
-  for (const reference of references) {
+  for (const reference of references as readonly unknown[]) {
     const address = resolveReadAddress(reference);
     if (address === undefined) {
       throw new ValidationError(field, reference, 'a read point name (e.g. batterySoc) or an address from 0 to 65535');
@@ -320,7 +320,8 @@ export function resolveReadAddresses(references: readonly (string | number)[], f
   return addresses;
 }
 
-function resolveReadAddress(reference: string | number): number | undefined {
+/** `reference` is unknown: lists come from messages, whatever their declared type. */
+function resolveReadAddress(reference: unknown): number | undefined {
   if (typeof reference === 'number') return isValidAddress(reference) ? reference : undefined;
   if (typeof reference !== 'string') return undefined;
   const trimmed = reference.trim();
@@ -358,11 +359,14 @@ export interface DecodedValue {
 /**
  * Turns a raw value from a GetData answer into the point's type: decimal strings become numbers where
  * the point is numeric (some firmware sends enums as "1001"); other text stays as it came; strings stay strings.
- * undefined: a numeric point answered with no value (null, a boolean, an object), which counts as missing.
+ * undefined: the point answered with no value (a boolean, an object; null for a numeric point), which counts as missing.
  */
 export function decodeValue(address: number, raw: unknown): number | string | undefined {
   const point = readByAddress.get(address);
-  if (point?.type === 'string') return raw === null || raw === undefined ? '' : String(raw);
+  if (point?.type === 'string') {
+    if (raw === null || raw === undefined) return '';
+    return typeof raw === 'string' || typeof raw === 'number' ? String(raw) : undefined;
+  }
   return decimalNumber(raw) ?? (typeof raw === 'string' ? raw : undefined);
 }
 

@@ -231,6 +231,7 @@ describe('catalogue', function () {
       should(decodeValue(0, 12345)).equal('12345');
       should(decodeValue(1138, 'V1.2')).equal('V1.2');
       should(decodeValue(0, null)).equal('');
+      for (const raw of [true, { sn: 'x' }]) should(decodeValue(0, raw)).be.undefined();
       // The spec lists Pack4's serial as Num, but a text serial must survive.
       should(decodeValue(9165, 'ABC')).equal('ABC');
       should(decodeValue(9165, '00912')).equal('00912');
