@@ -128,7 +128,7 @@ export = function (RED: NodeAPI) {
       closed = true;
       abort?.abort();
       // The aborted scan resolves once its socket is closed: finish closing only then, leaving no handle.
-      (scan ?? Promise.resolve()).then(() => done());
+      void (scan ?? Promise.resolve()).then(() => done());
     });
   }
 

@@ -30,7 +30,7 @@ const MAX_POLL_SECONDS = 86400;
 const FIRST_POLL_DELAY_MS = 100;
 
 function pollIntervalMs(value: unknown): number {
-  if (value === undefined || value === null || String(value).trim() === '') return 0;
+  if (value === undefined || value === null || (typeof value === 'string' && value.trim() === '')) return 0;
   const seconds = decimalNumber(value);
   if (seconds === 0) return 0;
   if (seconds === undefined || seconds < MIN_POLL_SECONDS || seconds > MAX_POLL_SECONDS) {

@@ -34,12 +34,15 @@ function show(value: unknown): string {
     if (value.length <= PREVIEW_CHARACTERS) return JSON.stringify(value);
     return `${JSON.stringify(value.slice(0, PREVIEW_CHARACTERS))}… (${value.length} characters)`;
   }
-  let text: string;
+  let text: string | undefined;
   try {
-    text = JSON.stringify(value) ?? String(value);
+    text = JSON.stringify(value);
   } catch {
-    text = String(value);
+    // Circular, or a BigInt.
   }
+  // What has no JSON form is named by its default text (e.g. [object Object]): a name, not a copy.
+  // eslint-disable-next-line @typescript-eslint/no-base-to-string
+  text ??= String(value);
   return text.length <= PREVIEW_CHARACTERS ? text : `${text.slice(0, PREVIEW_CHARACTERS)}… (${text.length} characters)`;
 }
 

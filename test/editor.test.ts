@@ -123,8 +123,8 @@ async function startNodeRed(userDir: string, simulatorPort: number, log: string[
         resolve();
       }
     };
-    child.stdout!.on('data', onData);
-    child.stderr!.on('data', (chunk: Buffer) => log.push(chunk.toString()));
+    child.stdout.on('data', onData);
+    child.stderr.on('data', (chunk: Buffer) => log.push(chunk.toString()));
     child.once('exit', (code) => {
       clearTimeout(timer);
       reject(new Error(`Node-RED exited with ${code}:\n${log.join('')}`));

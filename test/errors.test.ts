@@ -23,12 +23,18 @@ describe('errors', function () {
   });
 
   it('cuts large arrays and objects, and names a value that has no JSON form', function () {
-    const list = new ValidationError('points', Array.from({ length: 100000 }, (_, i) => i), 'a list');
+    const list = new ValidationError(
+      'points',
+      Array.from({ length: 100000 }, (_, i) => i),
+      'a list',
+    );
     should(list.message.length).be.below(200);
     should(list.message).startWith('Invalid points: got [0,1,2,');
     const circular: Record<string, unknown> = {};
     circular.self = circular;
-    should(new ValidationError('payload', circular, 'an object').message).equal('Invalid payload: got [object Object], allowed is an object');
+    should(new ValidationError('payload', circular, 'an object').message).equal(
+      'Invalid payload: got [object Object], allowed is an object',
+    );
   });
 
   it('keeps the message short where a write or control payload is a 1 MB string', function () {

@@ -16,6 +16,8 @@ import infoNode = require('../nodes/localbattery-info');
 import discoverNode = require('../nodes/localbattery-discover');
 import passwordNode = require('../nodes/localbattery-password');
 
+// The core nodes are CommonJS files found by path.
+// eslint-disable-next-line @typescript-eslint/no-require-imports
 const core = (file: string) => require(require.resolve(`@node-red/nodes/core/${file}`));
 const CORE_NODES = ['common/20-inject.js', 'common/90-comment.js', 'function/10-function.js', 'function/89-delay.js'].map(core);
 const OUR_NODES = [deviceNode, readNode, writeNode, controlNode, infoNode, discoverNode, passwordNode];

@@ -522,10 +522,10 @@ describe('DeviceSimulator', function () {
         await new Promise<void>((resolve) => socket.bind(0, '127.0.0.1', () => resolve()));
         const answers: string[] = [];
         socket.on('message', (message) => answers.push(message.toString('utf8')));
-        socket.send('hello', sim.udpPort!, '127.0.0.1');
+        socket.send('hello', sim.udpPort, '127.0.0.1');
         await sleep(100);
         answers.should.be.empty();
-        socket.send('AT+IGDEVICEIP', sim.udpPort!, '127.0.0.1');
+        socket.send('AT+IGDEVICEIP', sim.udpPort, '127.0.0.1');
         for (let i = 0; i < 50 && answers.length === 0; i++) await sleep(10);
         answers.should.have.length(1);
         answers[0].should.equal(JSON.stringify(JSON.parse(answers[0])));
