@@ -161,7 +161,7 @@ export = function (RED: NodeAPI) {
 
     async function handle(msg: ControlMessage, client: DeviceClient): Promise<ControlMessage | undefined> {
       if (configError) throw configError;
-      const command = parseControl(msg.payload, options);
+      const command = parseControl(msg.payload, { ...options, powerLimit: client.limits.powerLimit });
       const now = Date.now();
       if (msg.force !== true && isRepeat(last, command, now, repeatSeconds * 1000)) {
         status({ fill: 'green', shape: 'ring', text: RED._('localbattery-control.status.skipped', { text: describe(command) }) });

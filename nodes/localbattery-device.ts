@@ -4,8 +4,9 @@
  */
 import type { Node, NodeAPI, NodeDef, NodeStatus } from 'node-red';
 import type { Request, Response } from 'express';
-import { catalogueJson } from '../src/catalogue';
+import { POWER_LIMIT, catalogueJson } from '../src/catalogue';
 import { ClientPool, type Lease } from '../src/client-pool';
+import type { AuthMode } from '../src/auth';
 import { DEFAULTS, type ClientOptions, type ConnectionState } from '../src/client';
 import { discover } from '../src/discovery';
 import { ValidationError } from '../src/errors';
@@ -16,9 +17,11 @@ interface DeviceDef extends NodeDef {
   host: string;
   port: string | number;
   username: string;
+  auth: string;
   namespace: string;
   minInterval: string | number;
   timeout: string | number;
+  powerLimit: string | number;
 }
 
 interface DeviceCredentials {
@@ -43,9 +46,12 @@ function optionsFrom(settings: Partial<Record<keyof DeviceDef, unknown>>, passwo
     port: number(settings.port, DEFAULTS.port, 'port'),
     username: text(settings.username, DEFAULTS.username),
     password: password ?? '',
-    namespace: text(settings.namespace, DEFAULTS.namespace),
+    auth: (settings.auth || DEFAULTS.auth) as AuthMode,
+    // Empty: detected.
+    namespace: typeof settings.namespace === 'string' ? settings.namespace : DEFAULTS.namespace,
     minIntervalMs: number(settings.minInterval, DEFAULTS.minIntervalMs, 'minimum interval'),
     timeoutMs: number(settings.timeout, DEFAULTS.timeoutMs, 'time-out'),
+    powerLimit: number(settings.powerLimit, POWER_LIMIT.default, 'power limit'),
   };
 }
 
@@ -58,6 +64,8 @@ export = function (RED: NodeAPI) {
         return { fill: 'red', shape: 'ring', text: RED._('localbattery-device.status.unauthorized') };
       case 'default-password':
         return { fill: 'red', shape: 'ring', text: RED._('localbattery-device.status.defaultPassword') };
+      case 'digest-required':
+        return { fill: 'red', shape: 'ring', text: RED._('localbattery-device.status.digestRequired') };
       case 'unreachable':
         return { fill: 'red', shape: 'ring', text: RED._('localbattery-device.status.unreachable') };
       case 'error':
@@ -80,15 +88,18 @@ export = function (RED: NodeAPI) {
       const status = statusOf(state);
       for (const user of users) user.status(status);
     };
+    const onNamespace = (namespace: string) => node.log(RED._('localbattery-device.log.namespace', { namespace }));
     const acquire = () => {
       if (lease || !options) return;
       lease = pool.acquire(options);
       lease.client.on('state', onState);
+      lease.client.on('namespace', onNamespace);
       node.client = lease.client;
     };
     // Closes the client when no node uses it any more: what still waits is rejected, no timer is left.
     const release = () => {
       lease?.client.off('state', onState);
+      lease?.client.off('namespace', onNamespace);
       lease?.release();
       lease = undefined;
       node.client = undefined;
@@ -169,7 +180,7 @@ export = function (RED: NodeAPI) {
     let lease: Lease | undefined;
     try {
       lease = pool.acquire(editorOptions(bodyOf(req), 'password'));
-      res.json({ device: await lease.client.getDeviceInfo() });
+      res.json(await lease.client.testConnection());
     } catch (error) {
       res.status(400).json({ error: describeError(error) });
     } finally {

@@ -1,6 +1,6 @@
 /**
- * Device info node: on input, Sys.GetConfig; `msg.payload` = the device object, plus the clock and the
- * runtime in handier forms (date, utcOffset, uptime).
+ * Device info node: on input, Sys.GetConfig; `msg.payload` = the device object, plus the clock, the
+ * runtime and the MAC address in handier forms (date, utcOffset, localTime, uptime, macAddress).
  */
 import type { Node, NodeAPI, NodeDef } from 'node-red';
 import type { DeviceInfo } from '../src/client';
@@ -13,12 +13,33 @@ interface InfoDef extends NodeDef {
 interface InfoPayload extends DeviceInfo {
   /** `time_stamp` as an ISO 8601 instant (UTC), if the device sent one. */
   date?: string;
-  /** Minutes the device's wall clock (`time`) is ahead of UTC (`time_stamp`), rounded to a quarter hour. */
+  /**
+   * Minutes the device's wall clock (`time`) is ahead of UTC (`time_stamp`), rounded to a quarter hour; without
+   * both, from `timezone` (minutes as in the maker's example, 480; hours where it is at most 14, e.g. 5.5).
+   */
   utcOffset?: number;
   /** `time` in ISO 8601, with the UTC offset where `time_stamp` gives it, else without a zone. */
   localTime?: string;
   /** `run_time` as text, e.g. "3d 4h 5m". */
   uptime?: string;
+  /** `mac` as six colon-separated lower-case pairs, e.g. "7c:3e:82:ef:99:7f", whatever separators the device used. */
+  macAddress?: string;
+}
+
+const asNumber = (value: unknown) => (typeof value === 'string' && value.trim() !== '' ? Number(value) : value);
+
+/** `timezone` in minutes east of UTC: the maker sends minutes (480); a value within ±14 can only be hours. */
+function timezoneMinutes(timezone: unknown): number | undefined {
+  const value = asNumber(timezone);
+  if (typeof value !== 'number' || !Number.isFinite(value) || Math.abs(value) > 14 * 60) return undefined;
+  return Math.abs(value) <= 14 ? Math.round(value * 60) : Math.round(value);
+}
+
+/** A MAC address with or without separators (":", "-", ".") as "aa:bb:cc:dd:ee:ff"; undefined for anything else. */
+function macText(mac: unknown): string | undefined {
+  if (typeof mac !== 'string') return undefined;
+  const digits = mac.trim().replace(/[:.-]/g, '');
+  return /^[0-9a-f]{12}$/i.test(digits) ? digits.toLowerCase().match(/../g)!.join(':') : undefined;
 }
 
 /** `time` ("2024-05-01 12:34:56") as milliseconds, read as if it were UTC; undefined if it has another shape. */
@@ -48,15 +69,19 @@ function uptimeText(seconds: number): string {
 /** The device object with date, utcOffset and uptime added where its members allow. */
 function describeInfo(info: DeviceInfo): InfoPayload {
   const payload: InfoPayload = { ...info };
-  const stamp = typeof info.time_stamp === 'string' ? Number(info.time_stamp) : info.time_stamp;
+  const stamp = asNumber(info.time_stamp);
   const wall = wallClockMs(info.time);
   if (typeof stamp === 'number' && Number.isFinite(stamp) && stamp > 0) {
     payload.date = new Date(stamp * 1000).toISOString();
     if (wall !== undefined) payload.utcOffset = Math.round((wall - stamp * 1000) / 900000) * 15;
   }
+  const offset = payload.utcOffset ?? timezoneMinutes(info.timezone);
+  if (offset !== undefined) payload.utcOffset = offset;
   if (wall !== undefined) payload.localTime = new Date(wall).toISOString().slice(0, 19) + (payload.utcOffset === undefined ? '' : offsetText(payload.utcOffset));
-  const runTime = typeof info.run_time === 'string' ? Number(info.run_time) : info.run_time;
+  const runTime = asNumber(info.run_time);
   if (typeof runTime === 'number' && Number.isFinite(runTime) && runTime >= 0) payload.uptime = uptimeText(runTime);
+  const macAddress = macText(info.mac);
+  if (macAddress) payload.macAddress = macAddress;
   return payload;
 }
 

@@ -67,7 +67,7 @@ export = function (RED: NodeAPI) {
 
     async function handle(msg: WriteMessage, client: DeviceClient): Promise<WriteMessage | undefined> {
       const { point, fromMsg } = pointFor(msg);
-      const values = validateWrite(point, await valueFor(msg));
+      const values = validateWrite(point, await valueFor(msg), client.limits);
       if (life.closed) return undefined;
       node.status({ fill: 'blue', shape: 'ring', text: RED._('localbattery-write.status.writing') });
       let result;

@@ -13,6 +13,17 @@
         readByName: {},
         readByAddress: {},
         writeByName: {},
+        /** Upper bound of write point `p` for device configuration `deviceId`: its power limit for power points. */
+        upperBound: function (p, deviceId) {
+            var device = deviceId ? RED.nodes.node(deviceId) : null;
+            var limit = device ? Number(device.powerLimit) : NaN;
+            return p.powerLimited && device && device.powerLimit !== '' && Number.isInteger(limit) ? limit : p.max;
+        },
+        /** The catalogue's words for what `p` accepts, with the device's power limit as the upper bound. */
+        allowedText: function (p, deviceId) {
+            var max = shared.upperBound(p, deviceId);
+            return max === p.max ? p.allowed : p.allowed.replace(' to ' + p.max, ' to ' + max);
+        },
         /** Fetches the catalogue once (again after a failure); `type`'s nodes are validated again when it arrives. */
         load: function (type) {
             if (type) { dependentTypes[type] = true; }

@@ -30,7 +30,7 @@ function freePort(preferred) {
 /** The demo flows: the chosen examples, each pointed at the simulator, one tab each. */
 function demoFlows(port) {
   const flows = [];
-  const device = { id: 'demo-device', type: 'localbattery-device', name: 'Simulator', host: '127.0.0.1', port, username: 'opend', namespace: 'Vendor', minInterval: 1000, timeout: 10000 };
+  const device = { id: 'demo-device', type: 'localbattery-device', name: 'Simulator', host: '127.0.0.1', port, auth: 'digest', username: 'opend', namespace: '', minInterval: 1000, timeout: 10000 };
   flows.push(device);
   for (const file of DEMO_EXAMPLES) {
     const example = JSON.parse(fs.readFileSync(path.join(root, 'examples', file), 'utf8'));
@@ -50,7 +50,7 @@ async function main() {
   const simPort = await freePort(18080);
   const uiPort = await freePort(1880);
   // Idle at start (mode 5), so the zero feed-in flow has something to do: it switches to real-time control.
-  const simulator = new DeviceSimulator({ host: '127.0.0.1', port: simPort, udpPort: null, password: DEMO_PASSWORD, timeScale: 30, workingMode: 5 });
+  const simulator = new DeviceSimulator({ host: '127.0.0.1', port: simPort, udpPort: null, password: DEMO_PASSWORD, namespace: 'Indevolt', timeScale: 30, workingMode: 5 });
   await simulator.start();
 
   fs.mkdirSync(path.join(userDir, 'node_modules', ...pkg.name.split('/').slice(0, -1)), { recursive: true });

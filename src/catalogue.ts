@@ -1,6 +1,7 @@
 /**
  * The point catalogue: every read point (spec 2.1) and write point (spec 2.2) with its address, stable name,
- * label, category, type, unit, enum labels and write bounds, plus the read/write pairs of the field notes.
+ * label, category, type, unit, enum labels and write bounds, plus the read/write pairs of the field notes and
+ * the points shipped devices serve beyond the specification (marked `beyondSpec`, each with its `source`).
  * Runtime validation, the editor pickers, the simulator and the README point table all derive from this file.
  */
 import { ValidationError } from './errors';
@@ -12,7 +13,13 @@ export type WriteType = 'enum' | 'uint' | 'int';
 export interface EnumOption {
   value: number;
   label: string;
+  /** A value shipped devices report that the specification does not list. */
+  beyondSpec?: true;
+  source?: string;
 }
+
+/** Model classes whose point sets the maker's tables and the public integrations tell apart. */
+export type ModelClass = '1600' | '2000';
 
 export interface ReadPoint {
   direction: 'read';
@@ -29,6 +36,11 @@ export interface ReadPoint {
   note?: string;
   /** Name of the write point that changes this setting. */
   writtenBy?: string;
+  /** A point shipped devices serve that the specification does not list; `source` says where it is documented. */
+  beyondSpec?: true;
+  source?: string;
+  /** The model classes that serve the point, where the sources say. */
+  models?: ModelClass[];
 }
 
 export interface WritePoint {
@@ -49,6 +61,8 @@ export interface WritePoint {
   readAs?: string;
   /** Added to a written value to give what the paired read point reports, where the two differ (grid charging). */
   readValueOffset?: number;
+  /** A power point whose upper bound is the device's power limit (see POWER_LIMIT); `max` is the specification's. */
+  powerLimited?: true;
 }
 
 export type Point = ReadPoint | WritePoint;
@@ -61,6 +75,15 @@ export const WORKING_MODES: EnumOption[] = [
   { value: 1, label: 'Self-consumed Prioritized' },
   { value: 4, label: 'Real-time Control' },
   { value: 5, label: 'Charge/Discharge Schedule' },
+];
+const SOURCE_MAKER_1600 = "maker's point table, BK1600/BK1600Ultra tab (INDEVOLT/indevolt-doc, docs/hardware/geek/open-data.md)";
+const SOURCE_HA_GEN1 = 'Home Assistant core indevolt test fixture gen_1.json (BK1600)';
+const SOURCE_INDEVOLT_API = 'Xirt/indevolt-api const.py';
+
+/** Working modes as read (7101): the specification's, plus 0 that the 1600 class reports. */
+const READ_WORKING_MODES: EnumOption[] = [
+  { value: 0, label: 'Outdoor Portable', beyondSpec: true, source: `${SOURCE_MAKER_1600}; Home Assistant core indevolt sensor.py` },
+  ...WORKING_MODES,
 ];
 export const CONTROL_STATES: EnumOption[] = [
   { value: 0, label: 'Standby' },
@@ -77,12 +100,46 @@ export const REAL_TIME = {
   socAddress: 47017,
 } as const;
 
+/** The real-time control state 0 (Standby). */
+const STANDBY = 0;
+
 export const MAX_ADDRESSES_PER_READ = 50;
+
+/**
+ * The power limit, in W, that bounds the power points (47016, 1147, 1146, 1138; `powerLimited`) from above.
+ * `default` is the specification's 2400 W; `max` the 10 800 W the maker's Home Assistant integration allows for
+ * a cluster; `min` the 800 W discharge limit of the 1600 class, the smallest model class the sources know, so
+ * that no limit shuts out a power every model accepts. Pass `{ powerLimit }` as `limits` to validateWrite,
+ * validateWriteValue and describeAllowed; without it they keep the specification's bounds.
+ */
+export const POWER_LIMIT = { default: 2400, min: 800, max: 10800, unit: 'W' } as const;
+
+export interface WriteLimits {
+  /** Upper bound in W for the power points, from POWER_LIMIT.min to POWER_LIMIT.max. */
+  powerLimit?: number;
+}
+
+/** What the model classes accept beyond the point bounds, from the maker's tables (BK1600 tab) and the integrations. */
+export const MODEL_CLASSES: Record<ModelClass, { label: string; maxChargePower: number; maxDischargePower: number; source: string }> = {
+  '2000': { label: 'SolidFlex2000/PowerFlex2000', maxChargePower: 2400, maxDischargePower: 2400, source: "maker's point table, SolidFlex2000/PowerFlex2000 tab" },
+  '1600': { label: 'BK1600/BK1600Ultra', maxChargePower: 1200, maxDischargePower: 800, source: `${SOURCE_MAKER_1600}; ${SOURCE_INDEVOLT_API} DEVICE_LIMITS` },
+};
+
+/** Read addresses of the specification that the 1600 class serves: its tab of the maker's table and the HA gen_1 fixture. */
+export const MODEL_1600_SPEC_ADDRESSES: readonly number[] = [
+  0, 7101, 1664, 1665, 2108, 1502, 1505, 2101, 2107, 1501, 6000, 6001, 6002, 6105, 6004, 6005, 6006, 6007, 7120,
+  606, 1600, 1601, 1632, 1633, 667, 2104, 2105, 11034, 142,
+];
 
 type ReadSpec = Omit<ReadPoint, 'direction' | 'category' | 'type'> & { type?: ReadType };
 
 function group(category: string, type: ReadType, specs: ReadSpec[]): ReadPoint[] {
   return specs.map((spec) => ({ direction: 'read', category, ...spec, type: spec.type ?? type }));
+}
+
+/** Points shipped devices serve that the specification does not list: own picker groups, each with its source. */
+function beyondSpec(category: string, type: ReadType, specs: (ReadSpec & { source: string })[]): ReadPoint[] {
+  return group(category, type, specs).map((point) => ({ ...point, beyondSpec: true }));
 }
 
 const FIRMWARE_CATEGORY = 'Serial number and firmware';
@@ -110,6 +167,9 @@ const BATTERY_UNITS: { key: string; label: string; sn: number; snNote?: string; 
   },
   { key: 'pack5', label: 'Pack5', sn: 9218, addresses: [9202, 9206, 19177, 9216, 9219, 9222] },
 ];
+
+/** Heating state of MB and Pack1 to Pack5, in BATTERY_UNITS order (Xirt/indevolt-api; beyond the specification). */
+const UNIT_HEATING_STATE_ADDRESSES = [9079, 9096, 9112, 9128, 9144, 9279];
 
 function batteryUnits(): ReadPoint[] {
   const fields: { suffix: string; label: string; unit?: string }[] = [
@@ -156,7 +216,7 @@ export const READ_POINTS: readonly ReadPoint[] = [
     ...modularFirmware(),
   ]),
   ...group('System', 'num', [
-    { address: 7101, name: 'workingMode', label: 'Working mode', type: 'enum', enum: WORKING_MODES, writtenBy: 'workingModeSetting' },
+    { address: 7101, name: 'workingMode', label: 'Working mode', type: 'enum', enum: READ_WORKING_MODES, writtenBy: 'workingModeSetting' },
     { address: 142, name: 'ratedCapacity', label: 'Rated capacity', unit: 'kWh' },
     {
       address: 2618, name: 'gridCharging', label: 'Grid charging', writtenBy: 'gridChargingSetting',
@@ -229,6 +289,36 @@ export const READ_POINTS: readonly ReadPoint[] = [
   ]),
   ...batteryUnits(),
   ...group('PV', 'num', pvInputs()),
+  ...beyondSpec('Real-time control read-back (beyond spec)', 'num', [
+    {
+      address: 6107, name: 'controlStateReadback', label: 'Real-time control state (read-back)', models: ['1600'], source: SOURCE_HA_GEN1,
+      note: 'Encoding not published; a 1600-class device reported 1000.',
+    },
+    { address: 6108, name: 'controlSocReadback', label: 'Real-time control SOC (read-back)', unit: '%', models: ['1600'], source: SOURCE_HA_GEN1 },
+    {
+      address: 6109, name: 'controlPowerReadback', label: 'Real-time control power limit (read-back)', unit: 'W', models: ['1600'],
+      source: `${SOURCE_INDEVOLT_API} (READ_REALTIME_POWER_LIMIT); ${SOURCE_HA_GEN1}`,
+    },
+  ]),
+  ...beyondSpec('Temperatures (beyond spec)', 'num', [
+    { address: 7600, name: 'inverterTemperature', label: 'Inverter temperature', unit: '°C', models: ['1600'], source: `${SOURCE_INDEVOLT_API}; ${SOURCE_HA_GEN1}` },
+    { address: 7605, name: 'pack1Temperature1600', label: 'Battery pack 1 temperature (1600 class)', unit: '°C', models: ['1600'], source: `${SOURCE_INDEVOLT_API}; ${SOURCE_HA_GEN1}` },
+    { address: 7620, name: 'pack2Temperature1600', label: 'Battery pack 2 temperature (1600 class)', unit: '°C', models: ['1600'], source: `${SOURCE_INDEVOLT_API}; ${SOURCE_HA_GEN1}` },
+    { address: 7621, name: 'pack3Temperature1600', label: 'Battery pack 3 temperature (1600 class)', unit: '°C', models: ['1600'], source: `${SOURCE_INDEVOLT_API}; ${SOURCE_HA_GEN1}` },
+  ]),
+  ...beyondSpec('Meter, 1600 class (beyond spec)', 'float', [
+    {
+      address: 21028, name: 'meterPower1600', label: 'Meter power (1600 class)', unit: 'W', models: ['1600'], source: SOURCE_MAKER_1600,
+      note: 'The 1600 class reports its meter here instead of 11016.',
+    },
+  ]),
+  ...beyondSpec('Battery heating (beyond spec)', 'num', [
+    { address: 7121, name: 'heatingState', label: 'Heating state', models: ['1600'], source: `${SOURCE_INDEVOLT_API} (HEATING_STATE); ${SOURCE_HA_GEN1}`, note: 'Encoding not published.' },
+    ...BATTERY_UNITS.map((unit, i): ReadSpec & { source: string } => ({
+      address: UNIT_HEATING_STATE_ADDRESSES[i], name: `${unit.key}HeatingState`, label: `${unit.label} heating state`, models: ['2000'],
+      source: SOURCE_INDEVOLT_API, note: 'Encoding not published.',
+    })),
+  ]),
 ];
 
 type WriteSpec = Omit<WritePoint, 'direction' | 'category'>;
@@ -246,17 +336,17 @@ export const WRITE_POINTS: readonly WritePoint[] = [
       address: 47015, name: 'controlState', label: 'State setting', type: 'uint', enum: CONTROL_STATES, realTimeOnly: true,
       note: 'Only in real-time control. Accepts [state, power, SOC] in one write.',
     },
-    { address: 47016, name: 'controlPower', label: 'Power setting', type: 'int', unit: 'W', min: 50, max: 2400, realTimeOnly: true },
+    { address: 47016, name: 'controlPower', label: 'Power setting', type: 'int', unit: 'W', min: 50, max: 2400, realTimeOnly: true, powerLimited: true },
     { address: 47017, name: 'controlSoc', label: 'SOC setting', type: 'uint', unit: '%', min: 5, max: 100, realTimeOnly: true },
   ]),
   ...writeGroup('Settings', [
-    { address: 1147, name: 'maxAcOutputPowerSetting', label: 'Max AC output power setting', type: 'int', unit: 'W', min: 50, max: 2400, readAs: 'maxAcOutputPower' },
-    { address: 1146, name: 'feedInPowerLimitSetting', label: 'Feed-in power limit setting', type: 'int', unit: 'W', min: 50, max: 2400, readAs: 'feedInPowerLimit' },
+    { address: 1147, name: 'maxAcOutputPowerSetting', label: 'Max AC output power setting', type: 'int', unit: 'W', min: 50, max: 2400, readAs: 'maxAcOutputPower', powerLimited: true },
+    { address: 1146, name: 'feedInPowerLimitSetting', label: 'Feed-in power limit setting', type: 'int', unit: 'W', min: 50, max: 2400, readAs: 'feedInPowerLimit', powerLimited: true },
     {
       address: 1143, name: 'gridChargingSetting', label: 'Grid charging setting', type: 'uint', enum: DISABLE_ENABLE,
       readAs: 'gridCharging', readValueOffset: 1000,
     },
-    { address: 1138, name: 'inverterInputLimitSetting', label: 'Inverter input limit setting', type: 'int', unit: 'W', min: 100, max: 2400, readAs: 'inverterInputLimit' },
+    { address: 1138, name: 'inverterInputLimitSetting', label: 'Inverter input limit setting', type: 'int', unit: 'W', min: 100, max: 2400, readAs: 'inverterInputLimit', powerLimited: true },
     {
       address: 1, name: 'loadSetting', label: 'Load setting', type: 'enum',
       enum: [{ value: 1, label: 'Smart Plug' }, { value: 2, label: 'Meter' }, { value: 3, label: 'Key Load' }, { value: 4, label: 'Custom' }],
@@ -389,24 +479,40 @@ export function formatHourMinute(value: number): string {
   return `${String(hour).padStart(2, '0')}:${String(minute).padStart(2, '0')}`;
 }
 
+/** The upper bound of a write point: the power limit for power points where `limits` gives one. */
+function upperBound(point: WritePoint, limits?: WriteLimits): number | undefined {
+  if (point.powerLimited && limits?.powerLimit !== undefined) return validatePowerLimit(limits.powerLimit);
+  return point.max;
+}
+
+/** Checks a power limit against POWER_LIMIT and returns it. */
+export function validatePowerLimit(value: unknown, field = 'powerLimit'): number {
+  const allowed = `an integer from ${POWER_LIMIT.min} to ${POWER_LIMIT.max} ${POWER_LIMIT.unit}`;
+  if (typeof value !== 'number' || !Number.isInteger(value) || value < POWER_LIMIT.min || value > POWER_LIMIT.max) {
+    throw new ValidationError(field, value, allowed);
+  }
+  return value;
+}
+
 /** The range a write point accepts, in words, for error messages and the editor. */
-export function describeAllowed(point: WritePoint): string {
+export function describeAllowed(point: WritePoint, limits?: WriteLimits): string {
   if (point.enum) return `one of ${point.enum.map((o) => `${o.value} (${o.label})`).join(', ')}`;
-  return `an integer from ${point.min} to ${point.max}${point.unit ? ' ' + point.unit : ''}`;
+  return `an integer from ${point.min} to ${upperBound(point, limits)}${point.unit ? ' ' + point.unit : ''}`;
 }
 
 /** Checks one value against a write point and returns it as the integer the device expects. */
-export function validateWriteValue(point: WritePoint, value: unknown, field: string = point.name): number {
+export function validateWriteValue(point: WritePoint, value: unknown, field: string = point.name, limits?: WriteLimits): number {
   let number = decimalNumber(value);
   if (number === undefined && typeof value === 'string' && point.enum) {
     // An enum value may be given by its label, e.g. "Enable".
     number = point.enum.find((o) => o.label.toLowerCase() === value.trim().toLowerCase())?.value;
   }
-  const allowed = describeAllowed(point);
+  const allowed = describeAllowed(point, limits);
   if (number === undefined || !Number.isInteger(number)) throw new ValidationError(field, value, allowed, point);
+  const max = upperBound(point, limits);
   if (point.enum) {
     if (!point.enum.some((o) => o.value === number)) throw new ValidationError(field, value, allowed, point);
-  } else if ((point.min !== undefined && number < point.min) || (point.max !== undefined && number > point.max)) {
+  } else if ((point.min !== undefined && number < point.min) || (max !== undefined && number > max)) {
     throw new ValidationError(field, value, allowed, point);
   }
   return number;
@@ -414,29 +520,39 @@ export function validateWriteValue(point: WritePoint, value: unknown, field: str
 
 /**
  * Validates the values of one SetData request: one value for every point, or the three values
- * [state, power, SOC] for the real-time control state (spec section 4, rule 2).
+ * [state, power, SOC] for the real-time control state (spec section 4, rule 2). In standby (state 0)
+ * power and SOC mean nothing, so 0 is accepted for each as Home Assistant core sends it ([0, 0, 0]);
+ * any other value still has to be within bounds. `limits` (see POWER_LIMIT) raises or lowers the power bound.
  */
-export function validateWrite(point: WritePoint, values: unknown): number[] {
+export function validateWrite(point: WritePoint, values: unknown, limits?: WriteLimits): number[] {
   const list = Array.isArray(values) ? values : [values];
   if (point.address === REAL_TIME.stateAddress && list.length === 3) {
+    const state = validateWriteValue(point, list[0], `${point.name} (state)`);
+    const standbyZero = (value: unknown) => state === STANDBY && decimalNumber(value) === 0;
     return [
-      validateWriteValue(point, list[0], `${point.name} (state)`),
-      validateWriteValue(writeByAddress.get(REAL_TIME.powerAddress)!, list[1], 'controlPower (power)'),
-      validateWriteValue(writeByAddress.get(REAL_TIME.socAddress)!, list[2], 'controlSoc (SOC)'),
+      state,
+      standbyZero(list[1]) ? 0 : validateWriteValue(writeByAddress.get(REAL_TIME.powerAddress)!, list[1], 'controlPower (power)', limits),
+      standbyZero(list[2]) ? 0 : validateWriteValue(writeByAddress.get(REAL_TIME.socAddress)!, list[2], 'controlSoc (SOC)', limits),
     ];
   }
   if (list.length !== 1) {
     const expected = point.address === REAL_TIME.stateAddress ? 'one value, or three values [state, power, SOC]' : 'exactly one value';
     throw new ValidationError(`${point.name} value count`, list.length, expected, point);
   }
-  return [validateWriteValue(point, list[0])];
+  return [validateWriteValue(point, list[0], point.name, limits)];
 }
 
-/** The catalogue as plain JSON, for the editor and documentation. */
-export function catalogueJson(): { read: ReadPoint[]; write: (WritePoint & { allowed: string })[]; maxAddressesPerRead: number } {
+/** The catalogue as plain JSON, for the editor and documentation; `powerLimit` is POWER_LIMIT for the device settings. */
+export function catalogueJson(): {
+  read: ReadPoint[];
+  write: (WritePoint & { allowed: string })[];
+  maxAddressesPerRead: number;
+  powerLimit: typeof POWER_LIMIT;
+} {
   return {
     read: READ_POINTS.map((p) => ({ ...p })),
     write: WRITE_POINTS.map((p) => ({ ...p, allowed: describeAllowed(p) })),
     maxAddressesPerRead: MAX_ADDRESSES_PER_READ,
+    powerLimit: { ...POWER_LIMIT },
   };
 }

@@ -55,8 +55,10 @@ function poolKey(options: ClientOptions): string {
     options.port ?? DEFAULTS.port,
     options.username || DEFAULTS.username,
     options.password,
-    options.namespace || DEFAULTS.namespace,
+    options.auth ?? DEFAULTS.auth,
+    options.namespace?.trim() || DEFAULTS.namespace,
     options.minIntervalMs ?? DEFAULTS.minIntervalMs,
     options.timeoutMs ?? DEFAULTS.timeoutMs,
+    options.powerLimit,
   ]);
 }

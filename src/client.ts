@@ -5,14 +5,17 @@
 import { EventEmitter } from 'node:events';
 import {
   MAX_ADDRESSES_PER_READ,
+  POWER_LIMIT,
   REAL_TIME,
   decodeValue,
   resolveWritePoint,
+  validatePowerLimit,
   validateWrite,
   isValidAddress,
+  type WriteLimits,
   type WritePoint,
 } from './catalogue';
-import { buildAuthorization, parseDigestHeader, randomNonce } from './digest';
+import { AUTH_MODES, answerChallenge, digestAuthorization, isHeaderSafe, randomNonce, type AuthMode, type DigestSeed } from './auth';
 import {
   BadResponseError,
   DeviceError,
@@ -28,11 +31,18 @@ import { exchange, type HttpAnswer } from './transport';
 export const DEFAULTS = {
   port: 8080,
   username: 'opend',
-  namespace: 'Vendor',
+  auth: 'digest' as AuthMode,
+  /** Empty: detect, trying NAMESPACES in order. */
+  namespace: '',
   minIntervalMs: 1000,
   timeoutMs: 10000,
   maxQueue: 1000,
 } as const;
+
+/** Data-operation namespaces tried in order when none is configured: the specification's, then the maker's. */
+export const NAMESPACES = ['Vendor', 'Indevolt'] as const;
+
+export const NAMESPACE_PATTERN = /^[A-Za-z][A-Za-z0-9_]*$/;
 
 /** The specification's minimum request interval; the client never goes below it. */
 export const MIN_INTERVAL_FLOOR_MS = 1000;
@@ -41,15 +51,20 @@ export interface ClientOptions {
   host: string;
   port?: number;
   username?: string;
-  password: string;
-  /** Name of the data-operation namespace: firmware builds name it after their maker. */
+  /** Not used with auth 'none'. */
+  password?: string;
+  /** 'digest' (HTTP + Digest, the specification's) or 'none' (the maker's HTTP mode). */
+  auth?: AuthMode;
+  /** Name of the data-operation namespace (`Vendor`, `Indevolt`); empty: detect it on the first data request. */
   namespace?: string;
   minIntervalMs?: number;
   timeoutMs?: number;
   maxQueue?: number;
+  /** Upper bound in W of the power points (POWER_LIMIT): the specification's 2400 W unless the model differs. */
+  powerLimit?: number;
 }
 
-export type ConnectionState = 'unknown' | 'ok' | 'unauthorized' | 'default-password' | 'unreachable' | 'error';
+export type ConnectionState = 'unknown' | 'ok' | 'unauthorized' | 'default-password' | 'digest-required' | 'unreachable' | 'error';
 
 export interface ReadResult {
   /** Decoded values by address (numeric strings of numeric points become numbers). */
@@ -80,6 +95,15 @@ export interface DeviceInfo {
   [member: string]: unknown;
 }
 
+/** What Test connection found out. */
+export interface ConnectionReport {
+  auth: AuthMode;
+  /** The namespace that answered; `detected` when it was not configured. */
+  namespace: string;
+  detected: boolean;
+  device: DeviceInfo;
+}
+
 /** Realm for operations other than User.SetConfig: the device accepts any value there. */
 const CLIENT_REALM = 'opend';
 
@@ -95,13 +119,18 @@ interface Call {
 export class DeviceClient extends EventEmitter {
   readonly host: string;
   readonly port: number;
-  readonly namespace: string;
+  readonly auth: AuthMode;
+  /** The configured namespace; undefined: detect. */
+  readonly configuredNamespace: string | undefined;
   readonly minIntervalMs: number;
   readonly timeoutMs: number;
+  /** The bounds every write is checked against. */
+  readonly limits: Required<WriteLimits>;
   private username: string;
   private password: string;
   private readonly scheduler: RequestScheduler;
   private authorizedOnce = false;
+  private detectedNamespace: string | undefined;
   private currentState: ConnectionState = 'unknown';
 
   constructor(options: ClientOptions) {
@@ -114,10 +143,13 @@ export class DeviceClient extends EventEmitter {
       throw new ValidationError('port', options.port, 'an integer from 1 to 65535');
     }
     this.username = options.username || DEFAULTS.username;
+    if (!isHeaderSafe(this.username)) throw new ValidationError('username', this.username, 'a name without quotes, backslashes or line breaks');
     this.password = options.password ?? '';
-    this.namespace = options.namespace || DEFAULTS.namespace;
-    if (!/^[A-Za-z][A-Za-z0-9_]*$/.test(this.namespace)) {
-      throw new ValidationError('namespace', this.namespace, 'a name of letters, digits and underscores, e.g. Vendor');
+    this.auth = options.auth ?? DEFAULTS.auth;
+    if (!AUTH_MODES.includes(this.auth)) throw new ValidationError('authentication', options.auth, `one of ${AUTH_MODES.join(', ')}`);
+    this.configuredNamespace = options.namespace?.trim() || undefined;
+    if (this.configuredNamespace !== undefined && !NAMESPACE_PATTERN.test(this.configuredNamespace)) {
+      throw new ValidationError('namespace', this.configuredNamespace, `empty (detect ${NAMESPACES.join(' or ')}) or a name of letters, digits and underscores`);
     }
     this.minIntervalMs = options.minIntervalMs ?? DEFAULTS.minIntervalMs;
     if (!Number.isFinite(this.minIntervalMs) || this.minIntervalMs < MIN_INTERVAL_FLOOR_MS) {
@@ -127,6 +159,7 @@ export class DeviceClient extends EventEmitter {
     if (!Number.isFinite(this.timeoutMs) || this.timeoutMs < 100 || this.timeoutMs > 120000) {
       throw new ValidationError('time-out', options.timeoutMs, 'from 100 to 120000 ms');
     }
+    this.limits = { powerLimit: validatePowerLimit(options.powerLimit ?? POWER_LIMIT.default, 'power limit') };
     this.scheduler = new RequestScheduler({
       minIntervalMs: this.minIntervalMs,
       line: deviceLine(this.host, this.port),
@@ -140,6 +173,11 @@ export class DeviceClient extends EventEmitter {
   /** Last known connection state: 'ok' after a success, otherwise what the last failure says. */
   get state(): ConnectionState {
     return this.currentState;
+  }
+
+  /** The namespace in use: the configured one, or the detected one (undefined until a data request detects it). */
+  get namespace(): string | undefined {
+    return this.configuredNamespace ?? this.detectedNamespace;
   }
 
   /** Requests sent to the device so far. */
@@ -184,7 +222,7 @@ export class DeviceClient extends EventEmitter {
    */
   async write(point: string | number | WritePoint, values: unknown): Promise<WriteResult> {
     const target = typeof point === 'object' ? point : resolveWritePoint(point);
-    const checked = validateWrite(target, values);
+    const checked = validateWrite(target, values, this.limits);
     const status = await this.scheduler.write(target.address, checked);
     return { status, point: target.name, address: target.address, values: checked };
   }
@@ -203,11 +241,21 @@ export class DeviceClient extends EventEmitter {
     });
   }
 
+  /** Device info plus one read of the serial number: shows that the mode and the namespace work, and which namespace. */
+  async testConnection(): Promise<ConnectionReport> {
+    const device = await this.getDeviceInfo();
+    await this.read([0]);
+    return { auth: this.auth, namespace: this.namespace!, detected: this.configuredNamespace === undefined, device };
+  }
+
   /**
    * Changes the device password (User.SetConfig) from the current one to `newPassword`. On success the
    * client uses the new password for everything that follows.
    */
   async changePassword(newPassword: string): Promise<void> {
+    if (this.auth !== 'digest') {
+      throw new ValidationError('authentication', 'none (HTTP mode)', 'HTTP + Digest: a device password exists only in that mode');
+    }
     checkPassword(newPassword, 'new password');
     checkPassword(this.password, 'current password');
     return this.scheduler.command(async (context) => {
@@ -229,15 +277,13 @@ export class DeviceClient extends EventEmitter {
   }
 
   private async getData(addresses: number[], context: RequestContext): Promise<Record<string, unknown>> {
-    const operation = `${this.namespace}.GetData`;
-    const body = await this.call({ operation, method: 'POST', config: { t: addresses } }, context);
+    const { operation, body } = await this.dataCall('GetData', { t: addresses }, context);
     if (Array.isArray(body)) throw new BadResponseError(operation, 'an array instead of an object');
     return body as Record<string, unknown>;
   }
 
   private async setData(address: number, values: number[], context: RequestContext): Promise<void> {
-    const operation = `${this.namespace}.SetData`;
-    const body = await this.call({ operation, method: 'POST', config: { f: 16, t: address, v: values } }, context);
+    const { operation, body } = await this.dataCall('SetData', { f: 16, t: address, v: values }, context);
     const result = (body as { result?: unknown }).result;
     if (result === true) return;
     const detail = `write of ${JSON.stringify(values)} to address ${address}`;
@@ -248,17 +294,44 @@ export class DeviceClient extends EventEmitter {
     throw new BadResponseError(operation, `no result in ${JSON.stringify(body).slice(0, 200)}`);
   }
 
-  /** One operation: a pre-emptive digest request, and once more if the device answers with a challenge. */
+  /**
+   * A GetData or SetData request in the configured namespace, or while none is known, in each of NAMESPACES until
+   * one exists: a 404 or 400 means "no such operation" (field notes); any other answer settles the namespace, so a
+   * model that lacks some points (a 200 without them) is never taken for a wrong namespace.
+   */
+  private async dataCall(kind: 'GetData' | 'SetData', config: unknown, context: RequestContext): Promise<{ operation: string; body: unknown }> {
+    const known = this.namespace;
+    let status = 0;
+    for (const namespace of known !== undefined ? [known] : NAMESPACES) {
+      const operation = `${namespace}.${kind}`;
+      try {
+        const body = await this.call({ operation, method: 'POST', config }, context);
+        if (known === undefined && this.detectedNamespace === undefined) {
+          this.detectedNamespace = namespace;
+          this.emit('namespace', namespace);
+        }
+        return { operation, body };
+      } catch (error) {
+        const noSuchOperation = error instanceof HttpStatusError && (error.status === 404 || error.status === 400);
+        if (!noSuchOperation || known !== undefined) throw error;
+        status = error.status;
+      }
+    }
+    throw new HttpStatusError(NAMESPACES.map((n) => `${n}.${kind}`).join(' and '), status, 'no namespace');
+  }
+
+  /** One operation: a pre-emptive digest request (or none in HTTP mode), and once more if a digest challenge comes. */
   private async call(call: Call, context: RequestContext): Promise<unknown> {
     try {
       const target = `/rpc/${call.operation}` + (call.config === undefined ? '' : `?config=${encodeURIComponent(JSON.stringify(call.config))}`);
       // An empty opaque, as in the vendor's own worked example (field notes).
       let answer = await this.send(call, target, { realm: call.realm ?? CLIENT_REALM, nonce: call.nonce ?? randomNonce(), opaque: '' }, context);
-      const challenge = answer.status === 401 && call.realm === undefined ? parseDigestHeader(String(answer.headers['www-authenticate'] ?? '')) : undefined;
-      if (challenge?.nonce !== undefined) {
-        answer = await this.send(call, target, { realm: challenge.realm ?? CLIENT_REALM, nonce: challenge.nonce, opaque: challenge.opaque }, context);
+      const challenge = answer.headers['www-authenticate'];
+      // User.SetConfig's realm carries the GCM tag: a server realm cannot replace it.
+      if (answer.status === 401 && this.auth === 'digest' && call.realm === undefined && typeof challenge === 'string' && /^\s*Digest\s/i.test(challenge)) {
+        answer = await this.send(call, target, challenge, context);
       }
-      const body = this.interpret(call.operation, answer);
+      const body = this.interpret(call, answer);
       this.authorizedOnce = true;
       this.setState('ok');
       return body;
@@ -269,15 +342,20 @@ export class DeviceClient extends EventEmitter {
     }
   }
 
-  private async send(call: Call, target: string, digest: { realm: string; nonce: string; opaque?: string }, context: RequestContext): Promise<HttpAnswer> {
+  /** `digest`: the client's own realm and nonce, or a server's challenge to answer. */
+  private async send(call: Call, target: string, digest: DigestSeed | string, context: RequestContext): Promise<HttpAnswer> {
+    const headers: Record<string, string> = {};
+    if (this.auth === 'digest') {
+      const request = { username: this.username, password: this.password, method: call.method, target };
+      headers.Authorization = typeof digest === 'string' ? await answerChallenge(request, digest) : await digestAuthorization(request, digest);
+    }
     await context.gate();
-    const authorization = buildAuthorization({ username: this.username, password: this.password, method: call.method, uri: target, ...digest });
     return exchange({
       host: this.host,
       port: this.port,
       method: call.method,
       target,
-      headers: { Authorization: authorization },
+      headers,
       timeoutMs: this.timeoutMs,
       operation: call.operation,
       signal: context.signal,
@@ -285,11 +363,16 @@ export class DeviceClient extends EventEmitter {
     });
   }
 
-  private interpret(operation: string, answer: HttpAnswer): unknown {
+  private interpret(call: Call, answer: HttpAnswer): unknown {
+    const operation = call.operation;
     if (answer.status === 401) {
+      if (this.auth === 'none') throw new UnauthorizedError('digest-required');
       throw new UnauthorizedError(operation === 'User.SetConfig' ? 'wrong-current-password' : this.authorizedOnce ? 'no-longer-accepted' : 'wrong-or-default');
     }
-    if (answer.status !== 200) throw new HttpStatusError(operation, answer.status);
+    if (answer.status !== 200) {
+      const namespaced = call.config !== undefined && operation !== 'User.SetConfig';
+      throw new HttpStatusError(operation, answer.status, namespaced && this.configuredNamespace !== undefined ? 'configured namespace' : undefined);
+    }
     let body: unknown;
     try {
       body = JSON.parse(answer.body);
@@ -308,7 +391,10 @@ export class DeviceClient extends EventEmitter {
 }
 
 function stateOf(error: unknown): ConnectionState | undefined {
-  if (error instanceof UnauthorizedError) return error.mayBeDefaultPassword ? 'default-password' : 'unauthorized';
+  if (error instanceof UnauthorizedError) {
+    if (error.reason === 'digest-required') return 'digest-required';
+    return error.mayBeDefaultPassword ? 'default-password' : 'unauthorized';
+  }
   if (error instanceof DeviceError) {
     if (error.code === 'TIMEOUT' || error.code === 'UNREACHABLE') return 'unreachable';
     // Closing says nothing about the device.

@@ -46,6 +46,8 @@ export interface ControlOptions {
   dischargeSoc: number;
   /** Move an out-of-range power or SOC to the nearest bound instead of rejecting it. */
   clamp: boolean;
+  /** The device's power limit in W (the client's `limits`); the specification's maximum when not given. */
+  powerLimit?: number;
 }
 
 /** What the editor offers when a setting is new (the runtime uses them for settings left empty). */
@@ -95,22 +97,26 @@ function parseState(value: unknown): ControlStateName {
   throw new ValidationError('state', value, allowed);
 }
 
-function clampTo(value: unknown, point: WritePoint): { value: unknown; clamped: boolean } {
+function clampTo(value: unknown, point: WritePoint, max = point.max!): { value: unknown; clamped: boolean } {
   if (typeof value !== 'number' || !Number.isFinite(value)) return { value, clamped: false };
-  const bounded = Math.min(point.max!, Math.max(point.min!, value));
+  const bounded = Math.min(max, Math.max(point.min!, value));
   return { value: bounded, clamped: bounded !== value };
+}
+
+function maxPower(options: ControlOptions): number {
+  return options.powerLimit ?? CONTROL_LIMITS.power.max;
 }
 
 function command(state: ControlStateName, power: unknown, soc: unknown, options: ControlOptions, belowMinimum = false): ControlCommand {
   let clamped = false;
   if (options.clamp) {
-    const p = clampTo(decimalNumber(power) ?? power, powerPoint);
+    const p = clampTo(decimalNumber(power) ?? power, powerPoint, maxPower(options));
     const s = clampTo(decimalNumber(soc) ?? soc, socPoint);
     power = p.value;
     soc = s.value;
     clamped = p.clamped || s.clamped;
   }
-  const [code, checkedPower, checkedSoc] = validateWrite(statePoint, [STATE_CODES[state], power, soc]);
+  const [code, checkedPower, checkedSoc] = validateWrite(statePoint, [STATE_CODES[state], power, soc], { powerLimit: maxPower(options) });
   return { state, code, power: checkedPower, soc: checkedSoc, clamped, belowMinimum };
 }
 
@@ -121,7 +127,8 @@ function command(state: ControlStateName, power: unknown, soc: unknown, options:
  */
 function fromWatts(raw: unknown, soc: unknown, options: ControlOptions): ControlCommand {
   const watts = decimalNumber(raw);
-  const { min, max } = CONTROL_LIMITS.power;
+  const { min } = CONTROL_LIMITS.power;
+  const max = maxPower(options);
   if (watts === undefined) {
     throw new ValidationError('power', raw, `a number of watts from -${max} to ${max} (negative: charge, positive: discharge)`);
   }

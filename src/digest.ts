@@ -1,6 +1,6 @@
 /**
- * HTTP Digest (RFC 7616 with MD5 and qop=auth) as the device uses it: the client picks realm and nonce
- * itself and sends the header pre-emptively, so one request is one round trip.
+ * HTTP Digest (RFC 7616 with MD5 and qop=auth) as the device checks it: the simulator's side. The client's
+ * headers come from digest-fetch (src/auth.ts).
  */
 import { createHash, randomBytes } from 'node:crypto';
 
@@ -23,29 +23,6 @@ export function digestResponse(p: Required<Omit<DigestParams, 'opaque'>>): strin
   const ha1 = md5(`${p.username}:${p.realm}:${p.password}`);
   const ha2 = md5(`${p.method}:${p.uri}`);
   return md5(`${ha1}:${p.nonce}:${p.nc}:${p.cnonce}:auth:${ha2}`);
-}
-
-const quote = (value: string) => `"${value.replace(/(["\\])/g, '\\$1')}"`;
-
-export function buildAuthorization(params: DigestParams): string {
-  const p = {
-    ...params,
-    cnonce: params.cnonce ?? randomBytes(8).toString('hex'),
-    nc: params.nc ?? '00000001',
-  };
-  const fields = [
-    `username=${quote(p.username)}`,
-    `realm=${quote(p.realm)}`,
-    `nonce=${quote(p.nonce)}`,
-    `uri=${quote(p.uri)}`,
-    'algorithm=MD5',
-    `response=${quote(digestResponse(p))}`,
-    'qop=auth',
-    `nc=${p.nc}`,
-    `cnonce=${quote(p.cnonce)}`,
-  ];
-  if (p.opaque !== undefined) fields.push(`opaque=${quote(p.opaque)}`);
-  return `Digest ${fields.join(', ')}`;
 }
 
 /** Parses the parameters of a `Digest` Authorization or WWW-Authenticate header. */

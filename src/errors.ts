@@ -63,23 +63,25 @@ export class ValidationError extends DeviceError {
   }
 }
 
+const UNAUTHORIZED_REASONS = {
+  'wrong-or-default': 'wrong username or password, or the device still has its default password: set a new one first',
+  'wrong-current-password': 'the current password is wrong (on a new device: the default password)',
+  'no-longer-accepted': 'the device no longer accepts this username and password',
+  'digest-required': 'the device wants HTTP + Digest: set Authentication to HTTP + Digest and enter its password',
+} as const;
+
 /**
  * HTTP 401. The device answers the same way to a wrong password and to any operation while it still has
  * its default password, so `mayBeDefaultPassword` is set until these credentials have worked once. A 401 to a
  * password change means the current password is wrong.
  */
 export class UnauthorizedError extends DeviceError {
+  readonly reason: keyof typeof UNAUTHORIZED_REASONS;
   readonly mayBeDefaultPassword: boolean;
 
-  constructor(reason: 'wrong-or-default' | 'no-longer-accepted' | 'wrong-current-password') {
-    super(
-      'UNAUTHORIZED',
-      reason === 'wrong-or-default'
-        ? 'Unauthorized (401): wrong username or password, or the device still has its default password: set a new one first'
-        : reason === 'wrong-current-password'
-          ? 'Unauthorized (401): the current password is wrong (on a new device: the default password)'
-          : 'Unauthorized (401): the device no longer accepts this username and password',
-    );
+  constructor(reason: keyof typeof UNAUTHORIZED_REASONS) {
+    super('UNAUTHORIZED', `Unauthorized (401): ${UNAUTHORIZED_REASONS[reason]}`);
+    this.reason = reason;
     this.mayBeDefaultPassword = reason === 'wrong-or-default';
   }
 }
@@ -104,19 +106,41 @@ export class TimeoutError extends DeviceError {
   }
 }
 
+/** The likely cause of a failed connection, by its error code. */
+const UNREACHABLE_CAUSES: Record<string, string> = {
+  ECONNRESET: 'connection reset by the device',
+  ECONNREFUSED: 'connection refused (is the local API enabled in the app, and is the port right?)',
+  EHOSTUNREACH: 'no route to the host (is the device on and on this network?)',
+  ENOTFOUND: 'unknown host name',
+};
+
 export class UnreachableError extends DeviceError {
   constructor(target: string, cause: NodeJS.ErrnoException) {
-    const reason = cause.code === 'ECONNRESET' ? 'connection reset by the device' : cause.code ?? cause.message;
+    const reason = (cause.code && UNREACHABLE_CAUSES[cause.code]) ?? cause.code ?? cause.message;
     super('UNREACHABLE', `Cannot reach the device at ${target}: ${reason}`, { cause });
   }
+}
+
+/**
+ * What a status most likely means. `namespace`: the operation's namespace was configured ('configured namespace'),
+ * or every namespace detection tries was refused ('no namespace').
+ */
+function statusHint(status: number, namespace?: 'configured namespace' | 'no namespace'): string {
+  if (namespace === 'no namespace') return ' (the device knows neither name: is this its local API? check host and port)';
+  if (namespace === 'configured namespace' && (status === 404 || status === 400)) {
+    return ' (the device may name its operations differently: leave Namespace empty to detect it)';
+  }
+  if (status === 404) return ' (not found: is this the device\'s local API? check host and port)';
+  if (status === 400) return ' (bad request: the device did not understand it)';
+  if (status === 503) return ' (device busy)';
+  return '';
 }
 
 export class HttpStatusError extends DeviceError {
   readonly status: number;
 
-  constructor(operation: string, status: number) {
-    const hint = status === 400 ? ' (bad request: the device did not understand it)' : status === 503 ? ' (device busy)' : '';
-    super('HTTP_STATUS', `${operation} failed with HTTP ${status}${hint}`);
+  constructor(operation: string, status: number, namespace?: 'configured namespace' | 'no namespace') {
+    super('HTTP_STATUS', `${operation} failed with HTTP ${status}${statusHint(status, namespace)}`);
     this.status = status;
   }
 }

@@ -12,6 +12,8 @@ import { createHash } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
 import {
   MAX_ADDRESSES_PER_READ,
+  MODEL_1600_SPEC_ADDRESSES,
+  MODEL_CLASSES,
   READ_POINTS,
   REAL_TIME,
   WRITE_POINTS,
@@ -19,17 +21,38 @@ import {
   validateWrite,
   validateWriteValue,
   writePointByAddress,
+  type ModelClass,
   type ReadPoint,
   type WritePoint,
 } from './catalogue';
 import { digestResponse, parseDigestHeader, randomNonce } from './digest';
 import { checkPassword, decryptPassword } from './password-crypto';
 
+/** 'digest': HTTP + Digest as the specification describes; 'none': the maker's HTTP mode, no authentication. */
+export type SimulatorAuth = 'digest' | 'none';
+
+export const SIMULATOR_AUTH_MODES: readonly SimulatorAuth[] = ['digest', 'none'];
+
+export const SIMULATOR_MODELS: readonly ModelClass[] = ['2000', '1600'];
+
 export type Fault = 'timeout' | 'slow' | 'reset' | 'malformed' | 'http500' | 'http503' | 'resultFalse' | 'offline';
 
 export const FAULTS: readonly Fault[] = ['timeout', 'slow', 'reset', 'malformed', 'http500', 'http503', 'resultFalse', 'offline'];
 
+/**
+ * Options of the simulated device. `auth` 'digest' (default) checks every request's digest and keeps the
+ * default-password lock; 'none' is the maker's HTTP mode: no Authorization header needed (one sent is
+ * ignored), no lock, and `User.SetConfig` is refused with 403 (the maker documents the password change for
+ * HTTP + Digest only). `namespace` names the data operations: 'Vendor' (specification, default) or the
+ * maker's 'Indevolt' (`/rpc/Indevolt.GetData`). `model` picks the model class: '2000' (default) serves the
+ * specification's points and the 2000 class's points beyond it; '1600' serves the 1600 class's points (its tab
+ * of the maker's table and what its integrations read) and refuses real-time power beyond 1200 W charging or
+ * 800 W discharging, and the settings that class does not list, with result false. `type` is the device type
+ * string of Sys.GetConfig; `blankIdentity` answers Sys.GetConfig with empty `sn` and `hostname`, as the maker's
+ * example does.
+ */
 export interface SimulatorOptions {
+  auth?: SimulatorAuth;
   host?: string;
   port?: number;
   udpPort?: number | null;
@@ -42,7 +65,9 @@ export interface SimulatorOptions {
   timeScale?: number;
   unsupported?: number[];
   serialNumber?: string;
-  model?: string;
+  model?: ModelClass;
+  type?: string;
+  blankIdentity?: boolean;
   firmware?: string;
   advertisedIp?: string;
   slowDelayMs?: number;
@@ -70,23 +95,35 @@ export const SIMULATOR_DEFAULTS = {
   host: '127.0.0.1',
   port: 8080,
   udpPort: 8099,
+  auth: 'digest' as SimulatorAuth,
   username: 'opend',
   defaultPassword: 'opendefault',
   namespace: 'Vendor',
   minIntervalMs: 1000,
   timeScale: 1,
   serialNumber: 'SIM0000000000001',
-  model: 'SIM-5120',
+  model: '2000' as ModelClass,
+  type: 'SIM-5120',
   firmware: 'V1.3.07_R003.001_SIM00_00000012',
   slowDelayMs: 2500,
 } as const;
 
-/** Pack2..Pack5 and the modular DCDC/BMS 2..5 firmware points: what a single-pack model leaves out. */
+/** Pack2..Pack5 and the modular DCDC/BMS 2..5 firmware points: what a single-pack 2000-class model leaves out. */
 export function defaultUnsupportedAddresses(): number[] {
-  return READ_POINTS.filter((p) => /^pack[2-5][A-Z]/.test(p.name) || /^(dcdc|bms)[2-5]Firmware$/.test(p.name)).map((p) => p.address);
+  return READ_POINTS.filter((p) => !p.models || p.models.includes('2000'))
+    .filter((p) => /^pack[2-5][A-Z]/.test(p.name) || /^(dcdc|bms)[2-5]Firmware$/.test(p.name))
+    .map((p) => p.address);
 }
 
-const RATED_CAPACITY_KWH = 5.12;
+/** Read addresses a model class serves: the sources' list for the 1600 class, every other specification point for the 2000 class. */
+export function modelAddresses(model: ModelClass): number[] {
+  return READ_POINTS.filter((p) => (p.beyondSpec ? p.models?.includes(model) : model === '2000' || MODEL_1600_SPEC_ADDRESSES.includes(p.address))).map(
+    (p) => p.address,
+  );
+}
+
+/** Rated capacity by model class: the 1600 class's from the Home Assistant gen_1 fixture. */
+const RATED_CAPACITY_KWH: Record<ModelClass, number> = { '2000': 5.12, '1600': 1.64 };
 const MAX_RECORDS = 1000;
 const MAX_OPERATION_KEYS = 50;
 const MAX_BODY_BYTES = 64 * 1024;
@@ -124,6 +161,7 @@ interface Answer {
 }
 
 export class DeviceSimulator {
+  private readonly auth: SimulatorAuth;
   private readonly host: string;
   private readonly requestedPort: number;
   private readonly requestedUdpPort: number | null;
@@ -137,7 +175,10 @@ export class DeviceSimulator {
   private readonly timeScale: number;
   private readonly unsupported: Set<number>;
   private readonly serialNumber: string;
-  private readonly model: string;
+  private readonly modelClass: ModelClass;
+  private readonly type: string;
+  private readonly blankIdentity: boolean;
+  private readonly capacityKwh: number;
   private readonly firmware: string;
   private readonly advertisedIp: string;
   private readonly slowDelayMs: number;
@@ -192,6 +233,8 @@ export class DeviceSimulator {
   ]);
 
   constructor(options: SimulatorOptions = {}) {
+    this.auth = options.auth ?? SIMULATOR_DEFAULTS.auth;
+    if (!SIMULATOR_AUTH_MODES.includes(this.auth)) throw new RangeError(`auth must be one of ${SIMULATOR_AUTH_MODES.join(', ')}`);
     this.host = options.host ?? SIMULATOR_DEFAULTS.host;
     this.requestedPort = options.port ?? SIMULATOR_DEFAULTS.port;
     this.requestedUdpPort = options.udpPort === undefined ? SIMULATOR_DEFAULTS.udpPort : options.udpPort;
@@ -206,9 +249,14 @@ export class DeviceSimulator {
     this.requireChallenge = options.requireChallenge ?? false;
     this.timeScale = options.timeScale ?? SIMULATOR_DEFAULTS.timeScale;
     if (!Number.isFinite(this.timeScale) || this.timeScale < 0) throw new RangeError('timeScale must be a number >= 0');
-    this.unsupported = new Set(options.unsupported ?? defaultUnsupportedAddresses());
+    this.modelClass = options.model ?? SIMULATOR_DEFAULTS.model;
+    if (!SIMULATOR_MODELS.includes(this.modelClass)) throw new RangeError(`model must be one of ${SIMULATOR_MODELS.join(', ')}`);
+    const served = new Set(modelAddresses(this.modelClass));
+    this.unsupported = new Set([...(options.unsupported ?? defaultUnsupportedAddresses()), ...READ_POINTS.map((p) => p.address).filter((a) => !served.has(a))]);
+    this.capacityKwh = RATED_CAPACITY_KWH[this.modelClass];
     this.serialNumber = options.serialNumber ?? SIMULATOR_DEFAULTS.serialNumber;
-    this.model = options.model ?? SIMULATOR_DEFAULTS.model;
+    this.type = options.type ?? SIMULATOR_DEFAULTS.type;
+    this.blankIdentity = options.blankIdentity ?? false;
     this.firmware = options.firmware ?? SIMULATOR_DEFAULTS.firmware;
     this.advertisedIp = options.advertisedIp ?? advertisableAddress(this.host);
     this.slowDelayMs = options.slowDelayMs ?? SIMULATOR_DEFAULTS.slowDelayMs;
@@ -390,7 +438,11 @@ export class DeviceSimulator {
   }
 
   get ratedCapacityKwh(): number {
-    return RATED_CAPACITY_KWH;
+    return this.capacityKwh;
+  }
+
+  get model(): ModelClass {
+    return this.modelClass;
   }
 
   /** Settings by point name, as the paired read points report them (write-only settings by write-point name). */
@@ -613,10 +665,16 @@ export class DeviceSimulator {
     }
     if (req.method !== method) return { status: 405, body: { code: 405, message: 'Method Not Allowed' }, headers: { Allow: method } };
 
-    const digest = this.checkDigest(req, operation);
-    if (!digest) return this.challenge();
-    // A device with its default password accepts nothing but the password change.
-    if (this.defaultState && operation !== 'User.SetConfig') return this.challenge();
+    let digest: { realm: string; nonce: string } | undefined;
+    if (this.auth === 'digest') {
+      digest = this.checkDigest(req, operation);
+      if (!digest) return this.challenge();
+      // A device with its default password accepts nothing but the password change.
+      if (this.defaultState && operation !== 'User.SetConfig') return this.challenge();
+    } else if (operation === 'User.SetConfig') {
+      // The password exists for HTTP + Digest only: without a digest there is no realm (tag) or nonce (IV).
+      return { status: 403, body: { code: 403, message: 'Forbidden' } };
+    }
 
     this.advance();
     if (operation === 'Sys.GetConfig') return { status: 200, body: { device: this.deviceInfo() } };
@@ -634,7 +692,7 @@ export class DeviceSimulator {
     if (!parsed || typeof parsed !== 'object' || Array.isArray(parsed)) return { status: 400, body: { code: 400, message: 'Bad Request' } };
     const params = parsed as Record<string, unknown>;
 
-    if (operation === 'User.SetConfig') return this.setPassword(params, digest);
+    if (operation === 'User.SetConfig') return this.setPassword(params, digest!);
     if (operation === `${this.namespace}.GetData`) return this.getData(params);
     return this.setData(params);
   }
@@ -716,8 +774,20 @@ export class DeviceSimulator {
       return refused;
     }
     if (point.realTimeOnly && this.workingMode !== REAL_TIME.mode) return refused;
+    if (!this.modelAccepts(point, values)) return refused;
     this.applyWrite(point, values);
     return { status: 200, body: { result: true } };
+  }
+
+  /** The 1600 class lists only the mode and real-time points, with its own power range (maker's BK1600 tab). */
+  private modelAccepts(point: WritePoint, values: number[]): boolean {
+    if (this.modelClass !== '1600') return true;
+    if (point.address !== REAL_TIME.modeAddress && !point.realTimeOnly) return false;
+    const state = point.address === REAL_TIME.stateAddress ? values[0] : this.controlSettings.state;
+    const power = point.address === REAL_TIME.stateAddress ? values[1] : point.address === REAL_TIME.powerAddress ? values[0] : undefined;
+    if (power === undefined) return true;
+    const limits = MODEL_CLASSES['1600'];
+    return state === 1 ? power <= limits.maxChargePower : state === 2 ? power <= limits.maxDischargePower : true;
   }
 
   private applyWrite(point: WritePoint, values: number[]): void {
@@ -744,19 +814,19 @@ export class DeviceSimulator {
     return { state: 0, power: power.min ?? 0, soc: soc.min ?? 0 };
   }
 
+  /** Sys.GetConfig in the maker's example shape: timezone in minutes east of UTC, MAC as twelve hex digits. */
   private deviceInfo(): Record<string, string | number> {
     const now = new Date();
     const pad = (n: number) => String(n).padStart(2, '0');
     const time = `${now.getFullYear()}-${pad(now.getMonth() + 1)}-${pad(now.getDate())} ${pad(now.getHours())}:${pad(now.getMinutes())}:${pad(now.getSeconds())}`;
     const hash = createHash('md5').update(this.serialNumber).digest();
     hash[0] = (hash[0] & 0xfc) | 0x02; // locally administered, unicast
-    const mac = [...hash.subarray(0, 6)].map((b) => b.toString(16).padStart(2, '0')).join(':');
     return {
-      hostname: `${this.model}-${this.serialNumber.slice(-4)}`,
-      timezone: -now.getTimezoneOffset() / 60,
-      type: this.model,
-      sn: this.serialNumber,
-      mac,
+      hostname: this.blankIdentity ? '' : `${this.type}-${this.serialNumber.slice(-4)}`,
+      timezone: -now.getTimezoneOffset(),
+      type: this.type,
+      sn: this.blankIdentity ? '' : this.serialNumber,
+      mac: hash.subarray(0, 6).toString('hex').toUpperCase(),
       fw: this.firmware,
       f_ver: 'CMS V1406.07.002E',
       p_ver: 'P1.0.3',
@@ -789,7 +859,7 @@ export class DeviceSimulator {
     this.pvW = Math.max(0, 260 + 120 * Math.sin((2 * Math.PI * t) / 3600));
 
     const { power, floor, ceiling } = this.batteryDemand(this.loadW - this.pvW);
-    const capacityWh = RATED_CAPACITY_KWH * 1000;
+    const capacityWh = this.capacityKwh * 1000;
     const before = this.socExact;
     let after = before - ((power * dt) / 3600 / capacityWh) * 100;
     let actual = power;
@@ -862,7 +932,7 @@ export class DeviceSimulator {
       case 'serialNumber':
         return this.serialNumber;
       case 'ratedCapacity':
-        return RATED_CAPACITY_KWH;
+        return this.capacityKwh;
       case 'acInputPower':
         return Math.round(Math.max(0, -bp));
       case 'acOutputPower':
@@ -882,7 +952,20 @@ export class DeviceSimulator {
       case 'meterStatus':
         return 1000;
       case 'meterPower':
+      case 'meterPower1600':
         return Math.round(this.meterW);
+      case 'controlStateReadback':
+        return 1000 + this.controlSettings.state; // The encoding is not published: an assumption.
+      case 'controlSocReadback':
+        return this.controlSettings.soc;
+      case 'controlPowerReadback':
+        return this.controlSettings.power;
+      case 'inverterTemperature':
+        return round(35 + Math.abs(bp) / 200, 1);
+      case 'pack1Temperature1600':
+      case 'pack2Temperature1600':
+      case 'pack3Temperature1600':
+        return 27.4;
       case 'gridVoltage':
         return round(230 + 2 * Math.sin(this.simSeconds / 97), 1);
       case 'gridFrequency':

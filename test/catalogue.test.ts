@@ -1,7 +1,7 @@
 /** The point catalogue against spec sections 2.1 and 2.2 and the field-notes pairs table. */
 import should from 'should';
 import {
-  READ_POINTS, WRITE_POINTS, MAX_ADDRESSES_PER_READ, catalogueJson, decodeValue, describeValue, formatHourMinute,
+  READ_POINTS, WRITE_POINTS, MAX_ADDRESSES_PER_READ, MODEL_1600_SPEC_ADDRESSES, POWER_LIMIT, catalogueJson, describeAllowed, validatePowerLimit, decodeValue, describeValue, formatHourMinute,
   pointByName, readCategories, readPointByAddress, resolveReadAddresses, resolveWritePoint, validateWrite,
   validateWriteValue, writePointByAddress, type ReadPoint, type WritePoint,
 } from '../src/catalogue';
@@ -89,6 +89,8 @@ function catchError(fn: () => unknown): ValidationError {
   throw new Error('expected a ValidationError');
 }
 
+const SPEC_READ_POINTS = READ_POINTS.filter((p) => !p.beyondSpec);
+
 describe('catalogue', function () {
   describe('contents against the specification', function () {
     it('has every read point of spec 2.1 with the type the spec gives, serial numbers as strings, and no other', function () {
@@ -102,7 +104,8 @@ describe('catalogue', function () {
         addresses.forEach((a, i) => expected.set(a, i === 0 ? 'string' : 'num'));
       }
       for (const [address, type] of expected) should(read(address).type).equal(type, `type of read point ${address}`);
-      should(READ_POINTS.map((p) => p.address).sort((a, b) => a - b)).eql([...expected.keys()].sort((a, b) => a - b));
+      should(SPEC_READ_POINTS.map((p) => p.address).sort((a, b) => a - b)).eql([...expected.keys()].sort((a, b) => a - b));
+      for (const point of SPEC_READ_POINTS) should(point).not.have.properties(['source', 'models']);
     });
 
     it('gives read points the units of the spec', function () {
@@ -128,9 +131,10 @@ describe('catalogue', function () {
 
     it('gives read enumerations the values and labels of the spec', function () {
       for (const [address, options] of Object.entries(SPEC_READ_ENUMS)) {
-        should(read(Number(address)).enum!.map((o) => [o.value, o.label])).eql(options, `enum of ${address}`);
+        const specOptions = read(Number(address)).enum!.filter((o) => !o.beyondSpec);
+        should(specOptions.map((o) => [o.value, o.label])).eql(options, `enum of ${address}`);
       }
-      should(READ_POINTS.filter((p) => p.enum).map((p) => p.address).sort()).eql(Object.keys(SPEC_READ_ENUMS).map(Number).sort());
+      should(SPEC_READ_POINTS.filter((p) => p.enum).map((p) => p.address).sort()).eql(Object.keys(SPEC_READ_ENUMS).map(Number).sort());
     });
 
     it('has every write point of spec 2.2 with its type, unit and allowed values, and no other', function () {
@@ -209,6 +213,124 @@ describe('catalogue', function () {
       should(json.maxAddressesPerRead).equal(MAX_ADDRESSES_PER_READ).and.equal(50);
       should(json.write.find((p) => p.address === 47016)!.allowed).equal('an integer from 50 to 2400 W');
       should(JSON.parse(JSON.stringify(json)).read).have.length(READ_POINTS.length);
+    });
+  });
+
+  describe('points beyond the specification', function () {
+    const beyond = READ_POINTS.filter((p) => p.beyondSpec);
+
+    it('has the read-backs, temperatures, 1600-class meter and heating states of the sources, each with its source', function () {
+      should(beyond.map((p) => p.address)).containDeep([6107, 6108, 6109, 7600, 7605, 7620, 7621, 21028, 7121, 9079, 9096, 9112, 9128, 9144, 9279]);
+      for (const point of beyond) {
+        should(point.source).be.a.String().and.match(/\S/, `source of ${point.name}`);
+        should(point.models!.length).be.above(0, `models of ${point.name}`);
+        should(point.category).match(/\(beyond spec\)$/, `category of ${point.name}`);
+      }
+      should(read(21028)).match({ name: 'meterPower1600', type: 'float', unit: 'W', models: ['1600'] });
+      should(read(7620)).match({ name: 'pack2Temperature1600', unit: '°C', models: ['1600'] });
+      should(read(6109)).match({ name: 'controlPowerReadback', unit: 'W' });
+      should(read(6109).source).match(/indevolt-api/);
+      should(read(21028).source).match(/BK1600/);
+    });
+
+    it('shows them in their own picker groups, apart from the specification points', function () {
+      const groups = readCategories();
+      for (const group of groups) {
+        const kinds = new Set(group.points.map((p) => Boolean(p.beyondSpec)));
+        should(kinds.size).equal(1, `category ${group.category} mixes specification and beyond-specification points`);
+      }
+      should(groups.filter((g) => g.points[0].beyondSpec).map((g) => g.category)).containDeep([
+        'Real-time control read-back (beyond spec)', 'Temperatures (beyond spec)', 'Meter, 1600 class (beyond spec)',
+      ]);
+    });
+
+    it('keeps addresses and names unique per direction, and away from the specification addresses', function () {
+      const addresses = READ_POINTS.map((p) => p.address);
+      should(new Set(addresses).size).equal(addresses.length);
+      const names = [...READ_POINTS, ...WRITE_POINTS].map((p) => p.name);
+      should(new Set(names).size).equal(names.length);
+      for (const point of beyond) should(SPEC_READ_POINTS.some((p) => p.address === point.address)).be.false();
+    });
+
+    it('decodes working mode 0 as Outdoor Portable (1600 class) without letting it be written', function () {
+      should(describeValue(7101, 0)).eql({ value: 0, label: 'Outdoor Portable' });
+      const option = read(7101).enum!.find((o) => o.value === 0)!;
+      should(option).have.properties({ beyondSpec: true });
+      should(option.source).match(/BK1600/);
+      should(catchError(() => validateWrite(write(47005), [0])).message).containEql('workingModeSetting');
+    });
+
+    it('lists the 1600 class served specification points, all of them in the catalogue', function () {
+      for (const address of MODEL_1600_SPEC_ADDRESSES) should(readPointByAddress(address)).be.ok();
+      should(MODEL_1600_SPEC_ADDRESSES).containEql(6002).and.not.containEql(11016);
+    });
+  });
+
+  describe('recorded answers', function () {
+    // Shapes from the field notes and the Home Assistant fixtures: numeric strings, two-decimal energies,
+    // serials as text where the 1600 table says Float, Wh counters as large integers.
+    const recorded: Record<string, unknown> = {
+      0: 'BK1600-12345678', 606: '1000', 7101: 5, 2107: 289.97, 6006: 380.58, 6007: '338.07', 1505: 553673,
+      6001: '1001', 7120: 1001, 6002: 92, 11016: '-12.5', 2612: '50.0', 9165: 'PACK4-44444444', 7600: 35.2, 21028: '0',
+    };
+
+    it('decodes every value to the type the catalogue gives', function () {
+      const decoded = Object.fromEntries(Object.entries(recorded).map(([key, raw]) => [key, decodeValue(Number(key), raw)]));
+      should(decoded).eql({
+        0: 'BK1600-12345678', 606: 1000, 7101: 5, 2107: 289.97, 6006: 380.58, 6007: 338.07, 1505: 553673,
+        6001: 1001, 7120: 1001, 6002: 92, 11016: -12.5, 2612: 50, 9165: 'PACK4-44444444', 7600: 35.2, 21028: 0,
+      });
+      should(describeValue(606, decoded[606]!)).eql({ value: 1000, label: 'Master' });
+      should(describeValue(6001, decoded[6001]!)).eql({ value: 1001, label: 'Charging' });
+    });
+
+    it('passes on a string that is no number where the specification says number', function () {
+      should(decodeValue(6002, 'n/a')).equal('n/a');
+      should(decodeValue(6002, '')).equal('');
+      should(describeValue(6001, 'n/a')).eql({ value: 'n/a' });
+    });
+  });
+
+  describe('power limit', function () {
+    const power = ['controlPower', 'maxAcOutputPowerSetting', 'feedInPowerLimitSetting', 'inverterInputLimitSetting'];
+
+    it('marks exactly the power points 47016, 1147, 1146 and 1138', function () {
+      should(WRITE_POINTS.filter((p) => p.powerLimited).map((p) => p.name)).eql(power);
+      should(POWER_LIMIT).eql({ default: 2400, min: 800, max: 10800, unit: 'W' });
+      for (const point of WRITE_POINTS.filter((p) => p.powerLimited)) should(point.max).equal(POWER_LIMIT.default);
+    });
+
+    it('raises and lowers the upper bound of the power points only', function () {
+      should(validateWrite(write(47016), [10800], { powerLimit: 10800 })).eql([10800]);
+      should(validateWrite(write(1147), [3000], { powerLimit: 3000 })).eql([3000]);
+      should(catchError(() => validateWrite(write(1147), [3001], { powerLimit: 3000 })).message).containEql('50 to 3000 W');
+      should(catchError(() => validateWrite(write(1146), [900], { powerLimit: 800 })).message).containEql('50 to 800 W');
+      should(catchError(() => validateWrite(write(1138), [50], { powerLimit: 5000 })).message).containEql('100 to 5000 W');
+      should(validateWrite(write(47015), [2, 6000, 10], { powerLimit: 6000 })).eql([2, 6000, 10]);
+      should(catchError(() => validateWrite(write(47015), [2, 6001, 10], { powerLimit: 6000 })).message).containEql('controlPower');
+      // SOC and the enumerations do not move.
+      should(catchError(() => validateWrite(write(47017), [101], { powerLimit: 10800 })).message).containEql('5 to 100');
+      should(describeAllowed(write(47017), { powerLimit: 10800 })).equal('an integer from 5 to 100 %');
+      should(describeAllowed(write(47016), { powerLimit: 10800 })).equal('an integer from 50 to 10800 W');
+    });
+
+    it('keeps the specification bounds without a limit', function () {
+      should(catchError(() => validateWrite(write(47016), [2401])).message).containEql('50 to 2400 W');
+      should(catchError(() => validateWriteValue(write(1147), 2401)).message).containEql('50 to 2400 W');
+      should(describeAllowed(write(1146))).equal('an integer from 50 to 2400 W');
+    });
+
+    it('refuses a limit outside 800 to 10800 W, naming powerLimit', function () {
+      for (const bad of [799, 10801, 1200.5, '2400', NaN]) {
+        const error = catchError(() => validatePowerLimit(bad));
+        should(error.message).containEql('powerLimit').and.containEql('800 to 10800 W');
+      }
+      should(catchError(() => validateWrite(write(47016), [500], { powerLimit: 20000 })).message).containEql('powerLimit');
+      should(validatePowerLimit(800)).equal(800);
+    });
+
+    it('serves the limits to the editor in catalogueJson', function () {
+      should(catalogueJson().powerLimit).eql({ default: 2400, min: 800, max: 10800, unit: 'W' });
     });
   });
 
@@ -309,6 +431,17 @@ describe('catalogue', function () {
       should(power.message).containEql('controlPower').and.containEql('3000').and.containEql('50 to 2400');
       const soc = catchError(() => validateWrite(write(47015), [1, 800, 4]));
       should(soc.message).containEql('controlSoc').and.containEql('5 to 100');
+    });
+
+    it('accepts the standby write [0, 0, 0] of Home Assistant core, and keeps the bounds for charge and discharge', function () {
+      should(validateWrite(write(47015), [0, 0, 0])).eql([0, 0, 0]);
+      should(validateWrite(write(47015), ['0', '0', '0'])).eql([0, 0, 0]);
+      should(validateWrite(write(47015), [0, 50, 5])).eql([0, 50, 5]); // evcc's standby
+      should(catchError(() => validateWrite(write(47015), [0, 3000, 0])).message).containEql('controlPower');
+      should(catchError(() => validateWrite(write(47015), [0, 0, 101])).message).containEql('controlSoc');
+      should(catchError(() => validateWrite(write(47015), [1, 0, 0])).message).containEql('controlPower').and.containEql('50 to 2400');
+      should(catchError(() => validateWrite(write(47015), [2, 800, 0])).message).containEql('controlSoc').and.containEql('5 to 100');
+      should(catchError(() => validateWrite(write(47016), [0])).message).containEql('50 to 2400');
     });
 
     it('rejects a wrong number of values', function () {

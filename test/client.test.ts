@@ -161,7 +161,10 @@ describe('DeviceClient against the simulator', function () {
       (error as UnauthorizedError).message.should.match(/default password/);
       states.should.eql(['default-password']);
 
+      const before = simulator.stats.requests;
       await client.changePassword('brand-new-pw');
+      // One round trip: the digest goes pre-emptively, with the GCM tag as realm.
+      (simulator.stats.requests - before).should.equal(1);
       simulator.hasDefaultPassword.should.be.false();
       simulator.password.should.equal('brand-new-pw');
       const result = await client.read([address('batterySoc')]);

@@ -24,7 +24,7 @@ const PKG = JSON.parse(fs.readFileSync(path.join(ROOT, 'package.json'), 'utf8'))
 const CHROMIUM = process.env.CHROMIUM_PATH || '/usr/bin/chromium';
 const CHROMIUM_ARGS = ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'];
 const PASSWORD = 'e2e-secret-1';
-const MODEL = 'SIM-E2E-7';
+const DEVICE_TYPE = 'SIM-E2E-7';
 const SERIAL = 'E2E0000000004242';
 const FIRMWARE = 'V9.9.99_E2E';
 
@@ -162,7 +162,7 @@ describe('editor in a real browser (chromium)', function () {
       console.log(`      skipped: ${message}`);
       this.skip();
     }
-    simulator = new DeviceSimulator({ port: 0, udpPort: null, password: PASSWORD, model: MODEL, serialNumber: SERIAL, firmware: FIRMWARE });
+    simulator = new DeviceSimulator({ port: 0, udpPort: null, password: PASSWORD, type: DEVICE_TYPE, serialNumber: SERIAL, firmware: FIRMWARE });
     await simulator.start();
     userDir = fs.mkdtempSync(path.join(os.tmpdir(), 'localbattery-editor-'));
     const started = await startNodeRed(userDir, simulator.port, redLog);
@@ -427,9 +427,18 @@ describe('editor in a real browser (chromium)', function () {
     await page.locator('#localbattery-device-test').click();
     const serial = simulator!.value(0);
     serial!.should.equal(SERIAL);
-    const connected = text('localbattery-device.editor.testOk', { type: MODEL, sn: serial, fw: FIRMWARE });
+    const connected = text('localbattery-device.editor.testOk', { mode: text('localbattery-device.auth.digest'), namespace: 'Vendor', type: DEVICE_TYPE, sn: serial, fw: FIRMWARE });
     await page.locator('#localbattery-device-result', { hasText: String(serial) }).waitFor({ timeout: 10000 });
     (await page.locator('#localbattery-device-result').innerText()).should.equal(connected);
+
+    // HTTP mode hides the password and its tools and says why; HTTP + Digest brings them back.
+    await page.locator('#node-config-input-auth').selectOption('none');
+    (await page.locator('#node-config-input-password').isVisible()).should.be.false();
+    (await page.locator('#localbattery-device-setpw-open').isVisible()).should.be.false();
+    squash(await page.locator('#localbattery-device-nodigest').innerText()).should.equal(text('localbattery-device.editor.noDigestTip'));
+    await page.locator('#node-config-input-auth').selectOption('digest');
+    (await page.locator('#node-config-input-password').isVisible()).should.be.true();
+    (await page.locator('#localbattery-device-nodigest').isVisible()).should.be.false();
 
     /** The tooltip of an invalid field says why, in words from the en-US catalogue. */
     const tooltip = async (selector: string, message: string) => {

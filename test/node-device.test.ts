@@ -30,7 +30,7 @@ function needsPermission(permission: string): Middleware {
 
 const auth = { needsPermission };
 const nodes = [inEnglish(deviceNode, { auth }), inEnglish(infoNode), inEnglish(passwordNode)];
-const IDENTITY = { serialNumber: 'SIMDEV0000000099', model: 'SIM-1600', firmware: 'V1.3.0A_R006.072_SIM_00000039' };
+const IDENTITY = { serialNumber: 'SIMDEV0000000099', type: 'SIM-1600', firmware: 'V1.3.0A_R006.072_SIM_00000039' };
 
 function info(id: string, device = 'device1', out = `${id}-out`) {
   return [
@@ -240,9 +240,10 @@ describe('localbattery-device config node', function () {
         .post('/localbattery/test')
         .send({ id: 'device1', host, port, username, namespace, minInterval, timeout, password: '__PWRD__' })
         .expect(200);
-      should(res.body.device).have.properties({ sn: IDENTITY.serialNumber, type: IDENTITY.model, fw: IDENTITY.firmware });
-      // Same settings as the running config: the editor's test went through the flows' queue.
-      should(helper.getNode('device1').client.requestCount).equal(1);
+      should(res.body.device).have.properties({ sn: IDENTITY.serialNumber, type: IDENTITY.type, fw: IDENTITY.firmware });
+      should(res.body).match({ auth: 'digest', namespace: 'Vendor', detected: false });
+      // Same settings as the running config: the editor's test (device info, then the serial number) went through the flows' queue.
+      should(helper.getNode('device1').client.requestCount).equal(2);
     });
 
     it('POST /localbattery/test reports a wrong password as 400 without echoing it, and never borrows another node\'s secret', async function () {

@@ -6,7 +6,7 @@ import type { DeviceSimulator } from '../src/simulator';
 import { deviceConfig, helper, startSimulator } from './support';
 import { inEnglish, lastStatus, nextInput, statusesOf, text } from './node-support';
 
-const IDENTITY = { serialNumber: 'SIMINFO000000042', model: 'SIM-2400', firmware: 'V9.8.7_TEST_00000001' };
+const IDENTITY = { serialNumber: 'SIMINFO000000042', type: 'SIM-2400', firmware: 'V9.8.7_TEST_00000001' };
 
 const nodes = [inEnglish(deviceNode), inEnglish(infoNode)];
 
@@ -48,13 +48,15 @@ describe('localbattery-info node', function () {
 
     should(msg.topic).equal('keep me');
     const p = msg.payload;
-    should(p).have.properties({ type: IDENTITY.model, sn: IDENTITY.serialNumber, fw: IDENTITY.firmware });
+    should(p).have.properties({ type: IDENTITY.type, sn: IDENTITY.serialNumber, fw: IDENTITY.firmware });
     should(p.hostname).be.a.String();
-    should(p.mac).match(/^([0-9a-f]{2}:){5}[0-9a-f]{2}$/);
+    // The maker's shape: twelve hex digits; the node adds the usual colon form.
+    should(p.mac).match(/^[0-9A-F]{12}$/);
+    should(p.macAddress).equal(p.mac.toLowerCase().match(/../g).join(':'));
     should(p.time).match(/^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}$/);
     should(p.time_stamp).be.a.Number();
     should(p.run_time).be.a.Number().and.not.below(0);
-    should(p.timezone).equal(5.5);
+    should(p.timezone).equal(330); // minutes, as the maker's example
     should(p.date).equal(new Date(p.time_stamp * 1000).toISOString());
     should(Math.abs(Date.parse(p.date) - Date.now())).be.below(5000);
     should(p.utcOffset).equal(330);
@@ -65,8 +67,28 @@ describe('localbattery-info node', function () {
     should(statusesOf(info)).eql([
       { fill: 'blue', shape: 'ring', text: text('localbattery-info.status.requesting') },
       { fill: 'green', shape: 'dot', text: text('localbattery-device.status.connected') },
-      { fill: 'green', shape: 'dot', text: `${IDENTITY.model} · ${IDENTITY.firmware}` },
+      { fill: 'green', shape: 'dot', text: `${IDENTITY.type} · ${IDENTITY.firmware}` },
     ]);
+  });
+
+  it('takes the maker\'s example shape: empty sn and hostname, a firmware with a space, a 1600-class device', async function () {
+    process.env.TZ = 'Asia/Shanghai';
+    const firmware = 'T1.4.06_ROOD. 072_M4801_0000002C';
+    simulator = await startSimulator({ blankIdentity: true, model: '1600', type: 'CMS-BK1600', firmware });
+    const { flow: nodesFlow, credentials } = flow(simulator);
+    await helper.load(nodes, nodesFlow, credentials);
+    const info = helper.getNode('info1');
+    const output = nextInput(helper.getNode('out'));
+    let errors = 0;
+    helper.getNode('caught').on('input', () => errors++);
+    info.receive({ payload: true });
+    const p = (await output).payload;
+
+    should(p).have.properties({ sn: '', hostname: '', type: 'CMS-BK1600', fw: firmware, timezone: 480, utcOffset: 480 });
+    should(p.localTime).match(/\+08:00$/);
+    should(p.macAddress).match(/^([0-9a-f]{2}:){5}[0-9a-f]{2}$/);
+    should(errors).equal(0);
+    should(lastStatus(info)).eql({ fill: 'green', shape: 'dot', text: `CMS-BK1600 · ${firmware}` });
   });
 
   it('sends a wrong password to Catch with the error code, and shows it', async function () {
@@ -148,6 +170,26 @@ describe('localbattery-info node', function () {
       should(describeInfo({ run_time: 3725 }).uptime).equal('1h 2m');
       should(describeInfo({ run_time: 125 }).uptime).equal('2m 5s');
       should(describeInfo({ time: '2024-05-01 04:30:00', time_stamp: 1714557600 })).have.properties({ utcOffset: -330, localTime: '2024-05-01T04:30:00-05:30' });
+    });
+
+    it('takes the offset from timezone where the clock cannot give it: minutes as the maker sends, hours within ±14', function () {
+      should(describeInfo({ timezone: 480 })).eql({ timezone: 480, utcOffset: 480 });
+      should(describeInfo({ timezone: '-300' } as never)).have.property('utcOffset', -300);
+      should(describeInfo({ timezone: 5.5 })).have.property('utcOffset', 330);
+      should(describeInfo({ timezone: -8 })).have.property('utcOffset', -480);
+      should(describeInfo({ timezone: 0 })).have.property('utcOffset', 0);
+      for (const odd of [900, 'UTC+8', null]) should(describeInfo({ timezone: odd } as never)).not.have.property('utcOffset');
+      // The clock wins where it measures the offset.
+      should(describeInfo({ timezone: 480, time: '2024-05-01 12:00:00', time_stamp: 1714557600 })).have.properties({ utcOffset: 120, localTime: '2024-05-01T12:00:00+02:00' });
+      should(describeInfo({ timezone: 480, time: '2024-05-01 12:00:00' })).have.properties({ utcOffset: 480, localTime: '2024-05-01T12:00:00+08:00' });
+    });
+
+    it('writes the MAC address in the colon form, whatever the device sent, and passes on empty sn and hostname', function () {
+      should(describeInfo({ mac: '7C3E82EF997F' }).macAddress).equal('7c:3e:82:ef:99:7f');
+      should(describeInfo({ mac: '7c-3e-82-ef-99-7f' }).macAddress).equal('7c:3e:82:ef:99:7f');
+      should(describeInfo({ mac: '7C:3E:82:EF:99:7F' }).macAddress).equal('7c:3e:82:ef:99:7f');
+      for (const odd of ['', '7C3E82EF99', 'not a mac', 12]) should(describeInfo({ mac: odd } as never)).not.have.property('macAddress');
+      should(describeInfo({ sn: '', hostname: '', mac: '7C3E82EF997F' })).eql({ sn: '', hostname: '', mac: '7C3E82EF997F', macAddress: '7c:3e:82:ef:99:7f' });
     });
   });
 });

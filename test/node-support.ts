@@ -150,6 +150,9 @@ export function loadEditorScript(nodeType: string, extraRED: Record<string, unkn
     },
   });
   const RED = {
+    editor: { validateNode: () => editor.revalidated++ },
+    view: { redraw: () => undefined },
+    ...extraRED,
     nodes: {
       // As the editor does: the definition gets an `_` that knows this package's texts.
       registerType: (_type: string, definition: any) => {
@@ -157,10 +160,9 @@ export function loadEditorScript(nodeType: string, extraRED: Record<string, unkn
         editor.definition = definition;
       },
       eachNode: (visit: (node: unknown) => void) => visit({ type: nodeType }),
+      // `extraRED.nodes` adds members such as `node` (look-up of a config node).
+      ...(extraRED.nodes as Record<string, unknown> | undefined),
     },
-    editor: { validateNode: () => editor.revalidated++ },
-    view: { redraw: () => undefined },
-    ...extraRED,
   };
   const context = vm.createContext({ RED, $ });
   context.window = context;

@@ -6,10 +6,10 @@ import { spawn } from 'node:child_process';
 import { createCipheriv } from 'node:crypto';
 import should from 'should';
 import { MAX_ADDRESSES_PER_READ, READ_POINTS, REAL_TIME, pointByName } from '../src/catalogue';
-import { buildAuthorization, parseDigestHeader } from '../src/digest';
+import { digestResponse, parseDigestHeader } from '../src/digest';
 import { encryptPassword } from '../src/password-crypto';
-import { DeviceSimulator, SIMULATOR_DEFAULTS, defaultUnsupportedAddresses, type SimulatorOptions } from '../src/simulator';
-import { parseSimulatorArgs } from '../src/cli/simulator';
+import { DeviceSimulator, SIMULATOR_DEFAULTS, defaultUnsupportedAddresses, modelAddresses, type SimulatorOptions } from '../src/simulator';
+import { HELP, listeningLine, parseSimulatorArgs } from '../src/cli/simulator';
 
 const PASSWORD = 'sim-test-pw';
 const NS = 'Vendor';
@@ -53,16 +53,14 @@ function call(simulator: DeviceSimulator, c: Call): Promise<Reply> {
   const headers: Record<string, string> = { 'Content-Type': 'application/json', Connection: 'close' };
   if (method === 'POST') headers['Content-Length'] = String(Buffer.byteLength(c.body ?? ''));
   if (c.auth !== false) {
-    headers.Authorization = buildAuthorization({
-      username: c.username ?? 'opend',
-      password: c.password ?? PASSWORD,
-      method,
-      uri: c.uri ?? target,
-      realm: c.realm ?? 'opend',
-      nonce: c.nonce ?? '123456',
-      nc: '00000001',
-      cnonce: '2',
-    });
+    // Written by hand (the vendor's example values), independent of the client's digest-fetch.
+    const digest = {
+      username: c.username ?? 'opend', password: c.password ?? PASSWORD, method, uri: c.uri ?? target,
+      realm: c.realm ?? 'opend', nonce: c.nonce ?? '123456', nc: '00000001', cnonce: '2',
+    };
+    headers.Authorization =
+      `Digest username="${digest.username}", realm="${digest.realm}", nonce="${digest.nonce}", uri="${digest.uri}", ` +
+      `algorithm=MD5, response="${digestResponse(digest)}", qop=auth, nc=00000001, cnonce="2"`;
   }
   Object.assign(headers, c.headers);
   for (const name of c.omitHeaders ?? []) delete headers[name];
@@ -195,6 +193,44 @@ describe('DeviceSimulator', function () {
     });
   });
 
+  describe('HTTP mode (auth none)', () => {
+    it('serves data operations without an Authorization header, ignores one it gets, and has no default-password lock', async () => {
+      const sim = await start({ auth: 'none', password: undefined });
+      sim.hasDefaultPassword.should.be.true();
+      const soc = String(address('batterySoc'));
+      const bare = await call(sim, { operation: `${NS}.GetData`, config: { t: [Number(soc)] }, auth: false });
+      bare.status.should.equal(200, bare.body);
+      JSON.parse(bare.body).should.have.property(soc);
+      (await call(sim, { operation: `${NS}.GetData`, config: { t: [Number(soc)] }, password: 'wrong' })).status.should.equal(200);
+      (await call(sim, { operation: 'Sys.GetConfig', auth: false })).status.should.equal(200);
+      const write = await call(sim, { operation: `${NS}.SetData`, config: { f: 16, t: address('workingModeSetting'), v: [REAL_TIME.mode] }, auth: false });
+      write.body.should.equal('{"result":true}');
+      sim.workingMode.should.equal(REAL_TIME.mode);
+      listeningLine(sim, { auth: 'none' }).should.match(/\(HTTP mode, no authentication\)/).and.not.containEql('default password');
+    });
+
+    it('refuses User.SetConfig with 403 and keeps the password', async () => {
+      const sim = await start({ auth: 'none', password: 'qazwsxed' });
+      for (const auth of [false, true]) {
+        const reply = await call(sim, {
+          operation: 'User.SetConfig', config: { Password: 'TrKQZ1QC1MQ=' }, password: 'qazwsxed', realm: 'zwvQTjeg5rvLdBvLzqtymg==', nonce: '123456', auth,
+        });
+        reply.status.should.equal(403);
+      }
+      sim.password.should.equal('qazwsxed');
+    });
+
+    it('serves the maker namespace Indevolt together with HTTP mode', async () => {
+      const sim = await start({ auth: 'none', namespace: 'Indevolt' });
+      (await call(sim, { operation: 'Indevolt.GetData', config: { t: [0] }, auth: false })).status.should.equal(200);
+      (await call(sim, { operation: `${NS}.GetData`, config: { t: [0] }, auth: false })).status.should.equal(404);
+    });
+
+    it('refuses an unknown auth mode', () => {
+      (() => new DeviceSimulator({ auth: 'basic' as never })).should.throw(/auth must be one of digest, none/);
+    });
+  });
+
   describe('requests', () => {
     it('answers 404 to unknown operations and 405 to the wrong method', async () => {
       const sim = await start();
@@ -265,6 +301,10 @@ describe('DeviceSimulator', function () {
       unsupported.should.containEql(address('bms5Firmware'));
       unsupported.should.not.containEql(address('pack1Soc'));
       unsupported.should.not.containEql(address('dcdc1Firmware'));
+
+      // The 2000 class leaves out the 1600 class's own points too.
+      for (const point of READ_POINTS.filter((p) => p.beyondSpec && !p.models!.includes('2000'))) unsupported.push(point.address);
+      for (const address of READ_POINTS.map((p) => p.address)) sim.isUnsupported(address).should.equal(unsupported.includes(address), `address ${address}`);
 
       const all = [...READ_POINTS.map((p) => p.address), 65000];
       const answer: Record<string, number | string> = {};
@@ -398,16 +438,75 @@ describe('DeviceSimulator', function () {
   });
 
   it('answers Sys.GetConfig with the device object', async () => {
-    const sim = await start({ serialNumber: 'SIMTEST000000042', model: 'SIM-TEST' });
+    const sim = await start({ serialNumber: 'SIMTEST000000042', type: 'SIM-TEST' });
     const reply = await call(sim, { operation: 'Sys.GetConfig' });
     reply.status.should.equal(200);
     const device = JSON.parse(reply.body).device;
     device.should.have.properties(['hostname', 'timezone', 'type', 'sn', 'mac', 'fw', 'f_ver', 'p_ver', 'time', 'time_stamp', 'run_time']);
     device.sn.should.equal('SIMTEST000000042');
+    device.hostname.should.equal('SIM-TEST-0042');
     device.type.should.equal('SIM-TEST');
     device.time.should.match(/^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d$/);
-    device.mac.should.match(/^([0-9a-f]{2}:){5}[0-9a-f]{2}$/);
+    // The maker's example: twelve hex digits without separators, the time zone in minutes east of UTC.
+    device.mac.should.match(/^[0-9A-F]{12}$/);
+    device.timezone.should.equal(-new Date().getTimezoneOffset());
     Math.abs(device.time_stamp - Date.now() / 1000).should.be.below(5);
+  });
+
+  it('answers Sys.GetConfig with empty sn and hostname and a firmware with a space, as the maker\'s example', async () => {
+    const sim = await start({ blankIdentity: true, type: 'CMS-SF2000', firmware: 'T1.4.06_ROOD. 072_M4801_0000002C' });
+    const device = JSON.parse((await call(sim, { operation: 'Sys.GetConfig' })).body).device;
+    device.should.have.properties({ sn: '', hostname: '', type: 'CMS-SF2000', fw: 'T1.4.06_ROOD. 072_M4801_0000002C' });
+    // The serial number is still there where the specification puts it: point 0.
+    (await getData(sim, [0]))['0'].should.equal(SIMULATOR_DEFAULTS.serialNumber);
+  });
+
+  describe('model classes', () => {
+    it('serves the 1600 class its own point set: 21028 instead of 11016, the read-backs and temperatures', async () => {
+      const sim = await start({ model: '1600' });
+      sim.model.should.equal('1600');
+      const served = modelAddresses('1600');
+      served.should.containEql(21028).and.containEql(6109).and.containEql(7600).and.containEql(6002);
+      served.should.not.containEql(11016);
+      served.should.not.containEql(address('gridVoltage'));
+      const answer = await getData(sim, [6002, 11016, 21028, 6107, 6108, 6109, 7600, 7620, 2600, 9079]);
+      Object.keys(answer).sort().should.eql(['21028', '6002', '6107', '6108', '6109', '7600', '7620']);
+      answer['21028'].should.equal(sim.meterPower);
+      answer['7600'].should.be.a.Number().and.above(0);
+      (await getData(sim, [address('ratedCapacity')]))[String(address('ratedCapacity'))].should.equal(1.64);
+    });
+
+    it('serves the 2000 class the specification points and its heating states, not the 1600 class points', async () => {
+      const sim = await start();
+      sim.model.should.equal('2000');
+      const answer = await getData(sim, [11016, 21028, 6109, 9079, 2600]);
+      Object.keys(answer).sort().should.eql(['11016', '2600', '9079']);
+    });
+
+    it('refuses 1600-class real-time power beyond 1200 W charging and 800 W discharging, and settings it does not list', async () => {
+      const sim = await start({ model: '1600', workingMode: REAL_TIME.mode });
+      should(await setData(sim, REAL_TIME.stateAddress, [1, 1201, 90])).be.false();
+      should(await setData(sim, REAL_TIME.stateAddress, [1, 1200, 90])).be.true();
+      should(await setData(sim, REAL_TIME.stateAddress, [2, 801, 10])).be.false();
+      should(await setData(sim, REAL_TIME.stateAddress, [2, 800, 10])).be.true();
+      should(await setData(sim, REAL_TIME.powerAddress, [801])).be.false(); // still discharging
+      sim.control.should.eql({ state: 2, power: 800, soc: 10 });
+      should(await setData(sim, REAL_TIME.stateAddress, [0, 0, 0])).be.true();
+      should(await setData(sim, address('maxAcOutputPowerSetting'), [800])).be.false();
+      (await getData(sim, [6107, 6108, 6109])).should.eql({ 6107: 1000, 6108: 0, 6109: 0 });
+    });
+
+    it('lets the 2000 class take 2400 W and the standby write [0, 0, 0]', async () => {
+      const sim = await start({ workingMode: REAL_TIME.mode });
+      should(await setData(sim, REAL_TIME.stateAddress, [2, 2400, 10])).be.true();
+      should(await setData(sim, REAL_TIME.stateAddress, [0, 0, 0])).be.true();
+      sim.control.should.eql({ state: 0, power: 0, soc: 0 });
+      should(await setData(sim, REAL_TIME.stateAddress, [1, 0, 0])).be.false();
+    });
+
+    it('refuses an unknown model class', () => {
+      (() => new DeviceSimulator({ model: '3000' as never })).should.throw(/model must be one of 2000, 1600/);
+    });
   });
 
   describe('faults', () => {
@@ -572,6 +671,12 @@ describe('DeviceSimulator', function () {
       (() => parseSimulatorArgs(['--port', '70000'])).should.throw(/--port/);
       (() => parseSimulatorArgs(['--fault', 'nope'])).should.throw(/--fault/);
       (() => parseSimulatorArgs(['--bogus', '1'])).should.throw(/Unknown option/);
+      parseSimulatorArgs(['--auth', 'none', '--namespace', 'Indevolt']).options.should.eql({ auth: 'none', namespace: 'Indevolt' });
+      (() => parseSimulatorArgs(['--auth', 'basic'])).should.throw(/--auth needs one of digest, none/);
+      HELP.should.match(/--auth <digest\|none>/).and.match(/--namespace <name>[^]*Indevolt/);
+      parseSimulatorArgs(['--model', '1600', '--type', 'BK1600', '--blank-identity']).options.should.eql({ model: '1600', type: 'BK1600', blankIdentity: true });
+      (() => parseSimulatorArgs(['--model', 'SIM-5120'])).should.throw(/--model needs one of 2000, 1600/);
+      HELP.should.match(/--model <2000\|1600>/).and.match(/--type <text>/).and.match(/--blank-identity/);
     });
 
     it('starts, serves requests, never prints a changed password and stops on SIGTERM', async () => {

@@ -1,22 +1,38 @@
 #!/usr/bin/env node
 /** `local-battery-simulator`: runs the device simulator until SIGINT or SIGTERM. */
-import { DeviceSimulator, FAULTS, SIMULATOR_DEFAULTS, type Fault, type SimulatorOptions } from '../simulator';
+import type { ModelClass } from '../catalogue';
+import {
+  DeviceSimulator,
+  FAULTS,
+  SIMULATOR_AUTH_MODES,
+  SIMULATOR_DEFAULTS,
+  SIMULATOR_MODELS,
+  type Fault,
+  type SimulatorAuth,
+  type SimulatorOptions,
+} from '../simulator';
 
 export const HELP = `Usage: local-battery-simulator [options]
 
-A simulated home battery serving the local HTTP API (digest authentication) and UDP discovery.
+A simulated home battery serving the local HTTP API and UDP discovery.
 
 Options:
+  --auth <digest|none>        digest = HTTP + Digest as the specification describes; none = the maker's HTTP mode,
+                              no authentication, no password change (default ${SIMULATOR_DEFAULTS.auth})
   --host <address>            listen address (default ${SIMULATOR_DEFAULTS.host})
   --port <n>                  HTTP port, 0 = any free port (default ${SIMULATOR_DEFAULTS.port})
   --udp-port <n|off>          UDP discovery port, 0 = any free port, off = none (default ${SIMULATOR_DEFAULTS.udpPort})
   --username <name>           digest user name (default ${SIMULATOR_DEFAULTS.username})
   --password <text>           start with this changed password (default: the default-password state)
   --default-password <text>   the label password of the default state (default ${SIMULATOR_DEFAULTS.defaultPassword})
-  --namespace <name>          data-operation namespace, /rpc/<name>.GetData (default ${SIMULATOR_DEFAULTS.namespace})
+  --namespace <name>          data-operation namespace, /rpc/<name>.GetData: Vendor as the specification
+                              writes, Indevolt as shipped firmware (default ${SIMULATOR_DEFAULTS.namespace})
   --time-scale <n>            battery model speed-up, 60 = a minute per second (default ${SIMULATOR_DEFAULTS.timeScale})
+  --model <2000|1600>         model class: its point set and power range; 1600 = charge up to 1200 W,
+                              discharge up to 800 W (default ${SIMULATOR_DEFAULTS.model})
   --serial <text>             serial number (default ${SIMULATOR_DEFAULTS.serialNumber})
-  --model <text>              device model (default ${SIMULATOR_DEFAULTS.model})
+  --type <text>               device type that Sys.GetConfig reports (default ${SIMULATOR_DEFAULTS.type})
+  --blank-identity            Sys.GetConfig with empty sn and hostname, as in the maker's example
   --firmware <text>           firmware version string
   --advertised-ip <address>   IP address the discovery answer names (default: the host)
   --min-interval <ms>         minimum request interval recorded as violations (default ${SIMULATOR_DEFAULTS.minIntervalMs})
@@ -52,6 +68,10 @@ export function parseSimulatorArgs(argv: readonly string[]): SimulatorCommand {
       options.requireChallenge = true;
       continue;
     }
+    if (arg === '--blank-identity') {
+      options.blankIdentity = true;
+      continue;
+    }
     const match = /^--([a-z-]+)(?:=(.*))?$/s.exec(arg);
     if (!match) throw new Error(`Unknown argument "${arg}" (see --help)`);
     const flag = `--${match[1]}`;
@@ -61,6 +81,10 @@ export function parseSimulatorArgs(argv: readonly string[]): SimulatorCommand {
       value = argv[++i];
     }
     switch (flag) {
+      case '--auth':
+        if (!(SIMULATOR_AUTH_MODES as readonly string[]).includes(value)) throw new Error(`${flag} needs one of ${SIMULATOR_AUTH_MODES.join(', ')}, got "${value}"`);
+        options.auth = value as SimulatorAuth;
+        break;
       case '--host': options.host = value; break;
       case '--port': options.port = integer(flag, value, 0, 65535); break;
       case '--udp-port': options.udpPort = value === 'off' ? null : integer(flag, value, 0, 65535); break;
@@ -78,7 +102,11 @@ export function parseSimulatorArgs(argv: readonly string[]): SimulatorCommand {
         break;
       }
       case '--serial': options.serialNumber = value; break;
-      case '--model': options.model = value; break;
+      case '--model':
+        if (!(SIMULATOR_MODELS as readonly string[]).includes(value)) throw new Error(`${flag} needs one of ${SIMULATOR_MODELS.join(', ')}, got "${value}"`);
+        options.model = value as ModelClass;
+        break;
+      case '--type': options.type = value; break;
       case '--firmware': options.firmware = value; break;
       case '--advertised-ip': options.advertisedIp = value; break;
       case '--min-interval': options.minIntervalMs = integer(flag, value, 0, 3600000); break;
@@ -98,8 +126,9 @@ export function parseSimulatorArgs(argv: readonly string[]): SimulatorCommand {
 export function listeningLine(simulator: DeviceSimulator, options: SimulatorOptions): string {
   const user = options.username ?? SIMULATOR_DEFAULTS.username;
   const credentials = simulator.hasDefaultPassword ? `default password "${simulator.password}"` : 'password set';
+  const access = options.auth === 'none' ? 'HTTP mode, no authentication' : `user ${user}, ${credentials}`;
   const udp = simulator.udpPort === undefined ? 'UDP discovery off' : `UDP discovery on ${simulator.udpPort}`;
-  return `Battery simulator listening on ${simulator.url} (user ${user}, ${credentials}) – ${udp}`;
+  return `Battery simulator listening on ${simulator.url} (${access}) – ${udp}`;
 }
 
 /** Starts a simulator from command-line arguments; resolves with it once listening (undefined after --help). */
