@@ -56,9 +56,9 @@ NR_MAIN="$NR_DIR/$("$NODE_BIN" -p "require('$NR_DIR/package.json').main")"
 echo "node-red $NR_VERSION ($NR_DIR)"
 
 # ---- 2. Build (with the Node on PATH: building does not depend on the runtime under test) ----
-step "Building (npm run build, node $(node --version))"
+step "Building (npm run build:test, node $(node --version))"
 BUILD_NODE_VERSION="$(node --version)"
-(cd "$ROOT" && npm run --silent build)
+(cd "$ROOT" && npm run --silent build:test)
 
 # ---- 3. Mocha on Node 22 against Node-RED 5 ----
 # test/examples.test.ts loads core nodes with require.resolve('@node-red/nodes/core/...') and the editor test spawns
