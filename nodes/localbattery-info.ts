@@ -45,7 +45,7 @@ function macText(mac: unknown): string | undefined {
 function wallClockMs(time: unknown): number | undefined {
   const match = typeof time === 'string' ? /^(\d{4})[-/.](\d{1,2})[-/.](\d{1,2})[ T](\d{1,2}):(\d{2})(?::(\d{2}))?/.exec(time.trim()) : null;
   if (!match) return undefined;
-  const [year, month, day, hour, minute, second] = match.slice(1).map((part) => Number(part ?? 0));
+  const [year = NaN, month = NaN, day = NaN, hour = NaN, minute = NaN, second = 0] = match.slice(1).map((part) => Number(part ?? 0));
   const ms = Date.UTC(year, month - 1, day, hour, minute, second);
   return Number.isFinite(ms) ? ms : undefined;
 }

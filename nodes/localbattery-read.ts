@@ -119,9 +119,8 @@ export = function (RED: NodeAPI) {
       if (mode === 'split') {
         const sending = onlyChange ? changed : readings;
         // Copies before the first one is changed: the first point reuses the incoming msg.
-        const messages = sending.map((_, i) => (i === 0 ? msg : RED.util.cloneMessage(msg)));
-        sending.forEach((reading, i) => {
-          const out = messages[i];
+        const messages = sending.map((reading, i) => ({ reading, out: i === 0 ? msg : RED.util.cloneMessage(msg) }));
+        for (const { reading, out } of messages) {
           const unit = readPointByAddress(reading.address)?.unit;
           out.topic = topicPrefix + reading.key;
           out.payload = output(reading);
@@ -130,8 +129,8 @@ export = function (RED: NodeAPI) {
           else delete out.unit;
           out.missing = missing;
           lastSent.set(reading.key, reading.value);
-        });
-        return messages;
+        }
+        return messages.map(({ out }) => out);
       }
 
       if (onlyChange && changed.length === 0) return [];
@@ -155,7 +154,8 @@ export = function (RED: NodeAPI) {
     }
 
     const read = async (addresses: number[]): Promise<ReadResult> => clientOf(device!).read(addresses);
-    const sendable = (messages: NodeMessage[]) => (mode === 'split' ? [messages] : messages[0]);
+    // Split: every message on the one output. Otherwise there is one message, and [msg] sends it on the one output.
+    const sendable = (messages: NodeMessage[]) => (mode === 'split' ? [messages] : messages);
 
     node.on('input', (msg, send, done) => {
       let addresses: number[];

@@ -144,15 +144,19 @@ function beyondSpec(category: string, type: ReadType, specs: (ReadSpec & { sourc
 
 const FIRMWARE_CATEGORY = 'Serial number and firmware';
 
+/** Entries of two tables side by side; tables of different lengths are a mistake in this file, found at load. */
+function zip<A, B>(first: readonly A[], second: readonly B[]): [A, B][] {
+  if (first.length !== second.length) throw new Error(`catalogue tables of ${first.length} and ${second.length} entries`);
+  return first.map((entry, i) => [entry, second[i] as B]);
+}
+
 function modularFirmware(): ReadSpec[] {
   const dcdc = [1136, 1138, 1140, 1142, 1098];
   const bms = [1137, 1139, 1141, 1143, 1099];
-  const specs: ReadSpec[] = [];
-  for (let unit = 1; unit <= 5; unit++) {
-    specs.push({ address: dcdc[unit - 1], name: `dcdc${unit}Firmware`, label: `DCDC${unit} firmware version (modular models)` });
-    specs.push({ address: bms[unit - 1], name: `bms${unit}Firmware`, label: `BMS${unit} firmware version (modular models)` });
-  }
-  return specs;
+  return zip(dcdc, bms).flatMap(([dcdcAddress, bmsAddress], i): ReadSpec[] => [
+    { address: dcdcAddress, name: `dcdc${i + 1}Firmware`, label: `DCDC${i + 1} firmware version (modular models)` },
+    { address: bmsAddress, name: `bms${i + 1}Firmware`, label: `BMS${i + 1} firmware version (modular models)` },
+  ]);
 }
 
 /** Per-unit battery addresses: SN, SOC, voltage, current, temperature, cell 1 and cell 2 voltage. */
@@ -187,9 +191,9 @@ function batteryUnits(): ReadPoint[] {
       address: unit.sn, name: `${unit.key}SerialNumber`, label: `${unit.label} serial number`,
       ...(unit.snNote ? { note: unit.snNote } : {}),
     };
-    const values = fields.map((field, i): ReadPoint => ({
+    const values = zip(fields, unit.addresses).map(([field, address]): ReadPoint => ({
       direction: 'read', category, type: 'num', unit: field.unit,
-      address: unit.addresses[i], name: `${unit.key}${field.suffix}`, label: `${unit.label} ${field.label}`,
+      address, name: `${unit.key}${field.suffix}`, label: `${unit.label} ${field.label}`,
       ...(field.suffix === 'Temperature' ? { note: 'No unit given by the specification.' } : {}),
     }));
     return [sn, ...values];
@@ -314,8 +318,8 @@ export const READ_POINTS: readonly ReadPoint[] = [
   ]),
   ...beyondSpec('Battery heating (beyond spec)', 'num', [
     { address: 7121, name: 'heatingState', label: 'Heating state', models: ['1600'], source: `${SOURCE_INDEVOLT_API} (HEATING_STATE); ${SOURCE_HA_GEN1}`, note: 'Encoding not published.' },
-    ...BATTERY_UNITS.map((unit, i): ReadSpec & { source: string } => ({
-      address: UNIT_HEATING_STATE_ADDRESSES[i], name: `${unit.key}HeatingState`, label: `${unit.label} heating state`, models: ['2000'],
+    ...zip(BATTERY_UNITS, UNIT_HEATING_STATE_ADDRESSES).map(([unit, address]): ReadSpec & { source: string } => ({
+      address, name: `${unit.key}HeatingState`, label: `${unit.label} heating state`, models: ['2000'],
       source: SOURCE_INDEVOLT_API, note: 'Encoding not published.',
     })),
   ]),

@@ -116,7 +116,12 @@ function command(state: ControlStateName, power: unknown, soc: unknown, options:
     soc = s.value;
     clamped = p.clamped || s.clamped;
   }
-  const [code, checkedPower, checkedSoc] = validateWrite(statePoint, [STATE_CODES[state], power, soc], { powerLimit: maxPower(options) });
+  // Three values in, three checked values out.
+  const [code, checkedPower, checkedSoc] = validateWrite(statePoint, [STATE_CODES[state], power, soc], { powerLimit: maxPower(options) }) as [
+    number,
+    number,
+    number,
+  ];
   return { state, code, power: checkedPower, soc: checkedSoc, clamped, belowMinimum };
 }
 

@@ -186,7 +186,7 @@ export class RequestScheduler {
       const older = this.commands.findIndex((job) => job.writeAddress === address);
       if (older >= 0) {
         // Last write wins: the waiting value is never sent; its caller learns it was superseded.
-        const [replaced] = this.commands.splice(older, 1);
+        const [replaced] = this.commands.splice(older, 1) as [CommandJob];
         (replaced.resolve as (status: WriteStatus) => void)('superseded');
       } else if (!this.admit(reject)) return;
       this.commands.push({

@@ -59,7 +59,7 @@ export function parseSimulatorArgs(argv: readonly string[]): SimulatorCommand {
   const options: SimulatorOptions = {};
   const command: SimulatorCommand = { options, help: false };
   for (let i = 0; i < argv.length; i++) {
-    const arg = argv[i];
+    const arg = argv[i]!;
     if (arg === '--help' || arg === '-h') {
       command.help = true;
       continue;
@@ -77,8 +77,8 @@ export function parseSimulatorArgs(argv: readonly string[]): SimulatorCommand {
     const flag = `--${match[1]}`;
     let value = match[2];
     if (value === undefined) {
-      if (i + 1 >= argv.length) throw new Error(`${flag} needs a value`);
       value = argv[++i];
+      if (value === undefined) throw new Error(`${flag} needs a value`);
     }
     switch (flag) {
       case '--auth':
