@@ -669,6 +669,7 @@ describe('DeviceSimulator', function () {
       command.should.eql({ options: { port: 0, udpPort: null, timeScale: 60, password: 'x', requireChallenge: true }, fault: 'slow', help: false });
       parseSimulatorArgs(['--help']).help.should.be.true();
       (() => parseSimulatorArgs(['--port', '70000'])).should.throw(/--port/);
+      (() => parseSimulatorArgs(['--time-scale', '0x3c'])).should.throw(/--time-scale needs a number >= 0, got "0x3c"/);
       (() => parseSimulatorArgs(['--fault', 'nope'])).should.throw(/--fault/);
       (() => parseSimulatorArgs(['--bogus', '1'])).should.throw(/Unknown option/);
       parseSimulatorArgs(['--auth', 'none', '--namespace', 'Indevolt']).options.should.eql({ auth: 'none', namespace: 'Indevolt' });

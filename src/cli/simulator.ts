@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 /** `local-battery-simulator`: runs the device simulator until SIGINT or SIGTERM. */
 import type { ModelClass } from '../catalogue';
+import { decimalNumber } from '../numbers';
 import {
   DeviceSimulator,
   FAULTS,
@@ -96,8 +97,8 @@ export function parseSimulatorArgs(argv: readonly string[]): SimulatorCommand {
         options.namespace = value;
         break;
       case '--time-scale': {
-        const scale = Number(value);
-        if (!Number.isFinite(scale) || scale < 0) throw new Error(`${flag} needs a number >= 0, got "${value}"`);
+        const scale = decimalNumber(value);
+        if (scale === undefined || scale < 0) throw new Error(`${flag} needs a number >= 0, got "${value}"`);
         options.timeScale = scale;
         break;
       }
