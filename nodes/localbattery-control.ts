@@ -19,6 +19,7 @@ import {
   type SentSetpoint,
 } from '../src/control';
 import { RefusedError, ValidationError } from '../src/errors';
+import { decimalNumber } from '../src/numbers';
 import { deviceOf, serveDevice, timeOfDay, keepErrorCodes } from './shared';
 
 interface ControlDef extends NodeDef {
@@ -48,8 +49,9 @@ interface ModeCheck {
   changed: boolean;
 }
 
+/** NaN for what is no decimal number, for the checks to reject. */
 function setting(value: unknown, fallback: number): number {
-  return value === undefined || value === null || value === '' ? fallback : Number(value);
+  return value === undefined || value === null || value === '' ? fallback : decimalNumber(value) ?? NaN;
 }
 
 export = function (RED: NodeAPI) {

@@ -10,6 +10,7 @@ import type { AuthMode } from '../src/auth';
 import { DEFAULTS, type ClientOptions, type ConnectionState } from '../src/client';
 import { discover } from '../src/discovery';
 import { ValidationError } from '../src/errors';
+import { decimalNumber } from '../src/numbers';
 import { describeError } from './shared';
 
 interface DeviceDef extends NodeDef {
@@ -33,17 +34,24 @@ const STORED_PASSWORD = '__PWRD__';
 const pool = new ClientPool();
 
 function optionsFrom(settings: Partial<Record<keyof DeviceDef, unknown>>, password: string | undefined): ClientOptions {
-  const number = (value: unknown, fallback: number) => (value === undefined || value === '' ? fallback : Number(value));
+  const number = (value: unknown, fallback: number, field: string) => {
+    if (value === undefined || value === '') return fallback;
+    const parsed = decimalNumber(value);
+    if (parsed === undefined) throw new ValidationError(field, value, 'a decimal number');
+    return parsed;
+  };
+  const text = (value: unknown, fallback: string) => (typeof value === 'string' && value !== '' ? value : fallback);
   return {
-    host: String(settings.host ?? '').trim(),
-    port: number(settings.port, DEFAULTS.port),
-    username: String(settings.username || DEFAULTS.username),
+    host: text(settings.host, '').trim(),
+    port: number(settings.port, DEFAULTS.port, 'port'),
+    username: text(settings.username, DEFAULTS.username),
     password: password ?? '',
     auth: (settings.auth || DEFAULTS.auth) as AuthMode,
-    namespace: String(settings.namespace ?? DEFAULTS.namespace),
-    minIntervalMs: number(settings.minInterval, DEFAULTS.minIntervalMs),
-    timeoutMs: number(settings.timeout, DEFAULTS.timeoutMs),
-    powerLimit: number(settings.powerLimit, POWER_LIMIT.default),
+    // Empty: detected.
+    namespace: typeof settings.namespace === 'string' ? settings.namespace : DEFAULTS.namespace,
+    minIntervalMs: number(settings.minInterval, DEFAULTS.minIntervalMs, 'minimum interval'),
+    timeoutMs: number(settings.timeout, DEFAULTS.timeoutMs, 'time-out'),
+    powerLimit: number(settings.powerLimit, POWER_LIMIT.default, 'power limit'),
   };
 }
 
@@ -51,16 +59,17 @@ function optionsFrom(settings: Partial<Record<keyof DeviceDef, unknown>>, passwo
 const ENV_VAR = /^\$\{(\S+)\}$/;
 
 export = function (RED: NodeAPI) {
-  const getSetting = (RED.util as unknown as { getSetting(node: Node | null, name: string): unknown }).getSetting;
+  const util = RED.util as unknown as { getSetting(node: Node | null, name: string): unknown };
+  const textOf = (value: unknown) => (typeof value === 'string' ? value : undefined);
 
   /**
    * Puts in an environment variable as Node-RED does in node properties (where it does not: credentials, and what
    * the editor sends); an undefined variable leaves the text, which then fails validation naming the field.
    */
   function withEnv(value: unknown, node: Node | null): unknown {
-    const match = typeof value === 'string' ? ENV_VAR.exec(value) : null;
-    if (!match) return value;
-    const resolved = getSetting(node, match[1]);
+    const name = typeof value === 'string' ? ENV_VAR.exec(value)?.[1] : undefined;
+    if (name === undefined) return value;
+    const resolved = util.getSetting(node, name);
     return resolved === undefined ? value : resolved;
   }
 
@@ -114,8 +123,7 @@ export = function (RED: NodeAPI) {
     };
 
     try {
-      const password = withEnv(node.credentials?.password, node);
-      options = optionsFrom(def, password === undefined ? undefined : String(password));
+      options = optionsFrom(def, textOf(withEnv(node.credentials?.password, node)));
       acquire();
       if (pool.clientsFor(options.host, options.port) > 1) node.warn(RED._('localbattery-device.warn.sharedDevice', { host: options.host }));
     } catch (error) {
@@ -156,9 +164,10 @@ export = function (RED: NodeAPI) {
 
   RED.httpAdmin.post('/localbattery/discover', write, async (req: Request, res: Response) => {
     const warnings: string[] = [];
-    const listenMs = Math.min(Math.max(Number(req.body?.listenMs) || 3000, 500), 15000);
-    const target = typeof req.body?.target === 'string' && req.body.target.trim() ? req.body.target.trim() : undefined;
-    const port = Number(req.body?.port) || undefined;
+    const body = bodyOf(req);
+    const listenMs = Math.min(Math.max(decimalNumber(body.listenMs) || 3000, 500), 15000);
+    const target = typeof body.target === 'string' && body.target.trim() ? body.target.trim() : undefined;
+    const port = body.port === undefined || body.port === '' ? undefined : decimalNumber(body.port) ?? NaN;
     try {
       const devices = await discover({ target, port, listenMs, onWarning: (message) => warnings.push(message) });
       res.json({ devices, warnings });
@@ -167,6 +176,12 @@ export = function (RED: NodeAPI) {
       res.status(error instanceof ValidationError ? 400 : 500).json({ error: describeError(error) });
     }
   });
+
+  /** The JSON body of an admin request; anything else counts as empty. */
+  function bodyOf(req: Request): Record<string, unknown> {
+    const body: unknown = req.body;
+    return body && typeof body === 'object' ? (body as Record<string, unknown>) : {};
+  }
 
   /** Settings from the editor, with the stored password of node `id` where the editor sent the placeholder. */
   function editorOptions(body: Record<string, unknown>, passwordField: string): ClientOptions {
@@ -178,13 +193,13 @@ export = function (RED: NodeAPI) {
       password = (RED.nodes.getCredentials(own.id) as DeviceCredentials | undefined)?.password ?? '';
     }
     const settings = Object.fromEntries(Object.entries(body).map(([key, value]) => [key, withEnv(value, own)]));
-    return optionsFrom(settings as Partial<Record<keyof DeviceDef, unknown>>, String(withEnv(password, own) ?? ''));
+    return optionsFrom(settings, textOf(withEnv(password, own)) ?? '');
   }
 
   RED.httpAdmin.post('/localbattery/test', write, async (req: Request, res: Response) => {
     let lease: Lease | undefined;
     try {
-      lease = pool.acquire(editorOptions(req.body ?? {}, 'password'));
+      lease = pool.acquire(editorOptions(bodyOf(req), 'password'));
       res.json(await lease.client.testConnection());
     } catch (error) {
       res.status(400).json({ error: describeError(error) });
@@ -196,8 +211,10 @@ export = function (RED: NodeAPI) {
   RED.httpAdmin.post('/localbattery/set-password', write, async (req: Request, res: Response) => {
     let lease: Lease | undefined;
     try {
-      lease = pool.acquire(editorOptions(req.body ?? {}, 'currentPassword'));
-      await lease.client.changePassword(String(req.body?.newPassword ?? ''));
+      const body = bodyOf(req);
+      lease = pool.acquire(editorOptions(body, 'currentPassword'));
+      // Anything but text (an object would become "[object Object]") is left for the password check to refuse.
+      await lease.client.changePassword(typeof body.newPassword === 'string' ? body.newPassword : '');
       res.json({ result: true });
     } catch (error) {
       res.status(400).json({ error: describeError(error) });

@@ -5,6 +5,7 @@
 import type { Node, NodeAPI, NodeDef, NodeMessage, NodeMessageInFlow } from 'node-red';
 import { DEVICE_PORT, LOCAL_PORT, discover, type DiscoveryOptions } from '../src/discovery';
 import { ValidationError } from '../src/errors';
+import { decimalNumber } from '../src/numbers';
 import { errorStatus, keepErrorCodes } from './shared';
 
 interface DiscoverDef extends NodeDef {
@@ -20,8 +21,8 @@ const LISTEN_MAX_S = 60;
 const LISTEN_DEFAULT_S = 3;
 
 function listenMsOf(value: unknown, field: string): number {
-  const seconds = typeof value === 'string' && value.trim() !== '' ? Number(value) : value;
-  if (typeof seconds !== 'number' || !Number.isFinite(seconds) || seconds < LISTEN_MIN_S || seconds > LISTEN_MAX_S) {
+  const seconds = decimalNumber(value);
+  if (seconds === undefined || seconds < LISTEN_MIN_S || seconds > LISTEN_MAX_S) {
     throw new ValidationError(field, value, `a number of seconds from ${LISTEN_MIN_S} to ${LISTEN_MAX_S}`);
   }
   return Math.round(seconds * 1000);
@@ -29,8 +30,8 @@ function listenMsOf(value: unknown, field: string): number {
 
 function portOf(value: unknown, fallback: number, field: string, min: number): number {
   if (value === undefined || value === '') return fallback;
-  const port = Number(value);
-  if (!Number.isInteger(port) || port < min || port > 65535) throw new ValidationError(field, value, `an integer from ${min} to 65535`);
+  const port = decimalNumber(value);
+  if (port === undefined || !Number.isInteger(port) || port < min || port > 65535) throw new ValidationError(field, value, `an integer from ${min} to 65535`);
   return port;
 }
 
@@ -128,7 +129,7 @@ export = function (RED: NodeAPI) {
       closed = true;
       abort?.abort();
       // The aborted scan resolves once its socket is closed: finish closing only then, leaving no handle.
-      (scan ?? Promise.resolve()).then(() => done());
+      void (scan ?? Promise.resolve()).then(() => done());
     });
   }
 

@@ -4,6 +4,7 @@
  */
 import type { Node, NodeAPI, NodeDef } from 'node-red';
 import type { DeviceInfo } from '../src/client';
+import { decimalNumber } from '../src/numbers';
 import { deviceOf, serveDevice, keepErrorCodes } from './shared';
 
 interface InfoDef extends NodeDef {
@@ -26,12 +27,10 @@ interface InfoPayload extends DeviceInfo {
   macAddress?: string;
 }
 
-const asNumber = (value: unknown) => (typeof value === 'string' && value.trim() !== '' ? Number(value) : value);
-
 /** `timezone` in minutes east of UTC: the maker sends minutes (480); a value within ±14 can only be hours. */
 function timezoneMinutes(timezone: unknown): number | undefined {
-  const value = asNumber(timezone);
-  if (typeof value !== 'number' || !Number.isFinite(value) || Math.abs(value) > 14 * 60) return undefined;
+  const value = decimalNumber(timezone);
+  if (value === undefined || Math.abs(value) > 14 * 60) return undefined;
   return Math.abs(value) <= 14 ? Math.round(value * 60) : Math.round(value);
 }
 
@@ -46,7 +45,7 @@ function macText(mac: unknown): string | undefined {
 function wallClockMs(time: unknown): number | undefined {
   const match = typeof time === 'string' ? /^(\d{4})[-/.](\d{1,2})[-/.](\d{1,2})[ T](\d{1,2}):(\d{2})(?::(\d{2}))?/.exec(time.trim()) : null;
   if (!match) return undefined;
-  const [year, month, day, hour, minute, second] = match.slice(1).map((part) => Number(part ?? 0));
+  const [year = NaN, month = NaN, day = NaN, hour = NaN, minute = NaN, second = 0] = match.slice(1).map((part) => Number(part ?? 0));
   const ms = Date.UTC(year, month - 1, day, hour, minute, second);
   return Number.isFinite(ms) ? ms : undefined;
 }
@@ -69,17 +68,17 @@ function uptimeText(seconds: number): string {
 /** The device object with date, utcOffset and uptime added where its members allow. */
 function describeInfo(info: DeviceInfo): InfoPayload {
   const payload: InfoPayload = { ...info };
-  const stamp = asNumber(info.time_stamp);
+  const stamp = decimalNumber(info.time_stamp);
   const wall = wallClockMs(info.time);
-  if (typeof stamp === 'number' && Number.isFinite(stamp) && stamp > 0) {
+  if (stamp !== undefined && stamp > 0) {
     payload.date = new Date(stamp * 1000).toISOString();
     if (wall !== undefined) payload.utcOffset = Math.round((wall - stamp * 1000) / 900000) * 15;
   }
   const offset = payload.utcOffset ?? timezoneMinutes(info.timezone);
   if (offset !== undefined) payload.utcOffset = offset;
   if (wall !== undefined) payload.localTime = new Date(wall).toISOString().slice(0, 19) + (payload.utcOffset === undefined ? '' : offsetText(payload.utcOffset));
-  const runTime = asNumber(info.run_time);
-  if (typeof runTime === 'number' && Number.isFinite(runTime) && runTime >= 0) payload.uptime = uptimeText(runTime);
+  const runTime = decimalNumber(info.run_time);
+  if (runTime !== undefined && runTime >= 0) payload.uptime = uptimeText(runTime);
   const macAddress = macText(info.mac);
   if (macAddress) payload.macAddress = macAddress;
   return payload;

@@ -7,6 +7,7 @@ import { describeValue, readPointByAddress, resolveReadAddresses, type DecodedVa
 import { homeAssistantSensor, type HomeAssistantSensor } from '../src/home-assistant';
 import type { ReadResult } from '../src/client';
 import { DeviceError, ValidationError } from '../src/errors';
+import { decimalNumber } from '../src/numbers';
 import { clientOf, deviceOf, errorStatus, timeOfDay, keepErrorCodes } from './shared';
 
 type OutputMode = 'object' | 'address' | 'split';
@@ -39,11 +40,12 @@ const FIRST_POLL_DELAY_MS = 100;
  */
 const pollBackoff = { maxMs: 60000 };
 
-/** Seconds as milliseconds; empty or 0 is 0 (off). */
+/** Seconds (decimal only) as milliseconds; empty or 0 is 0 (off). */
 function secondsMs(value: unknown, field: string, off: string): number {
-  if (value === undefined || value === null || String(value).trim() === '' || Number(value) === 0) return 0;
-  const seconds = Number(value);
-  if (!Number.isFinite(seconds) || seconds < MIN_POLL_SECONDS || seconds > MAX_POLL_SECONDS) {
+  if (value === undefined || value === null || (typeof value === 'string' && value.trim() === '')) return 0;
+  const seconds = decimalNumber(value);
+  if (seconds === 0) return 0;
+  if (seconds === undefined || seconds < MIN_POLL_SECONDS || seconds > MAX_POLL_SECONDS) {
     throw new ValidationError(field, value, `empty or 0 (${off}), or ${MIN_POLL_SECONDS} to ${MAX_POLL_SECONDS} seconds`);
   }
   return Math.round(seconds * 1000);
@@ -60,12 +62,13 @@ interface DeadBand {
 function parseDeadBand(value: unknown, keyOf: (address: number) => string): DeadBand {
   const band: DeadBand = { all: 0, byPoint: new Map() };
   const allowed = 'a number of at least 0 for every numeric point and/or point=number entries, comma-separated, e.g. "20, batterySoc=1"';
-  for (const entry of String(value ?? '').split(',').map((s) => s.trim()).filter((s) => s !== '')) {
+  const text = typeof value === 'string' || typeof value === 'number' ? String(value) : '';
+  for (const entry of text.split(',').map((s) => s.trim()).filter((s) => s !== '')) {
     const [point, amount] = entry.includes('=') ? entry.split('=').map((s) => s.trim()) : [undefined, entry];
-    const size = Number(amount);
-    if (amount === '' || !Number.isFinite(size) || size < 0) throw new ValidationError('dead band', value, allowed);
+    const size = decimalNumber(amount);
+    if (size === undefined || size < 0) throw new ValidationError('dead band', value, allowed);
     if (point === undefined) band.all = size;
-    else band.byPoint.set(keyOf(resolveReadAddresses([/^\d+$/.test(point) ? Number(point) : point], 'dead band')[0]), size);
+    else for (const address of resolveReadAddresses([/^\d+$/.test(point) ? Number(point) : point], 'dead band')) band.byPoint.set(keyOf(address), size);
   }
   return band;
 }
@@ -161,20 +164,20 @@ function register(RED: NodeAPI) {
       if (mode === 'split') {
         const sending = onlyChange && !beat ? changed : readings;
         // Copies before the first one is changed: the first point reuses the incoming msg.
-        const messages = sending.map((_, i) => (i === 0 ? msg : RED.util.cloneMessage(msg)));
-        sending.forEach((reading, i) => {
-          const out = messages[i];
+        const messages = sending.map((reading, i) => ({ reading, out: i === 0 ? msg : RED.util.cloneMessage(msg) }));
+        for (const { reading, out } of messages) {
           const unit = readPointByAddress(reading.address)?.unit;
           out.topic = topicPrefix + reading.key;
           out.payload = output(reading);
           out.address = reading.address;
           if (unit) out.unit = unit;
           else delete out.unit;
-          out.missing = missing;
+          // Each message its own list: a flow that changes one must not change the others.
+          out.missing = [...missing];
           lastSent.set(reading.key, reading.value);
-        });
+        }
         if (messages.length > 0) lastSentAt = Date.now();
-        return messages;
+        return messages.map(({ out }) => out);
       }
 
       if (onlyChange && changed.length === 0 && !beat) return [];
@@ -242,7 +245,8 @@ function register(RED: NodeAPI) {
       return Math.max(intervalMs, Math.min(pollBackoff.maxMs, intervalMs * 2 ** failedPolls));
     }
 
-    const sendable = (messages: NodeMessage[]) => (mode === 'split' ? [messages] : messages[0]);
+    // Split: every message on the one output. Otherwise there is one message, and [msg] sends it on the one output.
+    const sendable = (messages: NodeMessage[]) => (mode === 'split' ? [messages] : messages);
 
     node.on('input', (msg, send, done) => {
       let addresses: number[];

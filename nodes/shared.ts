@@ -111,7 +111,7 @@ interface HookingRED {
 
 /** Node-RED copies `error.code` into what a Catch node receives from 4.1 on; before, the code was lost. */
 function copiesErrorCodes(version: string): boolean {
-  const [major, minor] = version.split('.').map(Number);
+  const [major = 0, minor = 0] = version.split('.').map(Number);
   return major > 4 || (major === 4 && minor >= 1);
 }
 

@@ -115,12 +115,17 @@ async function main() {
   });
 
   let stopping = false;
-  const stop = async (code) => {
+  const stop = (code) => {
     if (stopping) return;
     stopping = true;
     red.kill('SIGINT');
-    await simulator.stop();
-    process.exit(code);
+    simulator.stop().then(
+      () => process.exit(code),
+      (error) => {
+        console.error(error);
+        process.exit(1);
+      },
+    );
   };
   process.on('SIGINT', () => stop(0));
   process.on('SIGTERM', () => stop(0));

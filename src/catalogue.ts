@@ -6,6 +6,7 @@
  */
 import { ValidationError } from './errors';
 import { homeAssistantSensor, type HomeAssistantSensor } from './home-assistant';
+import { decimalNumber } from './numbers';
 
 export type ReadType = 'string' | 'num' | 'float' | 'enum';
 export type WriteType = 'enum' | 'uint' | 'int';
@@ -144,26 +145,32 @@ function beyondSpec(category: string, type: ReadType, specs: (ReadSpec & { sourc
 
 const FIRMWARE_CATEGORY = 'Serial number and firmware';
 
+/** Entries of two tables side by side; tables of different lengths are a mistake in this file, found at load. */
+function zip<A, B>(first: readonly A[], second: readonly B[]): [A, B][] {
+  if (first.length !== second.length) throw new Error(`catalogue tables of ${first.length} and ${second.length} entries`);
+  return first.map((entry, i) => [entry, second[i] as B]);
+}
+
 function modularFirmware(): ReadSpec[] {
   const dcdc = [1136, 1138, 1140, 1142, 1098];
   const bms = [1137, 1139, 1141, 1143, 1099];
-  const specs: ReadSpec[] = [];
-  for (let unit = 1; unit <= 5; unit++) {
-    specs.push({ address: dcdc[unit - 1], name: `dcdc${unit}Firmware`, label: `DCDC${unit} firmware version (modular models)` });
-    specs.push({ address: bms[unit - 1], name: `bms${unit}Firmware`, label: `BMS${unit} firmware version (modular models)` });
-  }
-  return specs;
+  return zip(dcdc, bms).flatMap(([dcdcAddress, bmsAddress], i): ReadSpec[] => [
+    { address: dcdcAddress, name: `dcdc${i + 1}Firmware`, label: `DCDC${i + 1} firmware version (modular models)` },
+    { address: bmsAddress, name: `bms${i + 1}Firmware`, label: `BMS${i + 1} firmware version (modular models)` },
+  ]);
 }
 
 /** Per-unit battery addresses: SN, SOC, voltage, current, temperature, cell 1 and cell 2 voltage. */
-const BATTERY_UNITS: { key: string; label: string; sn: number; snType: ReadType; addresses: number[] }[] = [
-  { key: 'mb', label: 'MB', sn: 9008, snType: 'string', addresses: [9000, 9004, 9013, 9012, 9009, 9011] },
-  { key: 'pack1', label: 'Pack1', sn: 9032, snType: 'string', addresses: [9016, 9020, 19173, 9030, 9021, 9023] },
-  { key: 'pack2', label: 'Pack2', sn: 9051, snType: 'string', addresses: [9035, 9039, 19174, 9049, 9040, 9042] },
-  { key: 'pack3', label: 'Pack3', sn: 9070, snType: 'string', addresses: [9054, 9058, 19175, 9068, 9059, 9061] },
-  // The specification lists the Pack4 serial number as Num.
-  { key: 'pack4', label: 'Pack4', sn: 9165, snType: 'num', addresses: [9149, 9153, 19176, 9163, 9154, 9156] },
-  { key: 'pack5', label: 'Pack5', sn: 9218, snType: 'string', addresses: [9202, 9206, 19177, 9216, 9219, 9222] },
+const BATTERY_UNITS: { key: string; label: string; sn: number; snNote?: string; addresses: number[] }[] = [
+  { key: 'mb', label: 'MB', sn: 9008, addresses: [9000, 9004, 9013, 9012, 9009, 9011] },
+  { key: 'pack1', label: 'Pack1', sn: 9032, addresses: [9016, 9020, 19173, 9030, 9021, 9023] },
+  { key: 'pack2', label: 'Pack2', sn: 9051, addresses: [9035, 9039, 19174, 9049, 9040, 9042] },
+  { key: 'pack3', label: 'Pack3', sn: 9070, addresses: [9054, 9058, 19175, 9068, 9059, 9061] },
+  {
+    key: 'pack4', label: 'Pack4', sn: 9165, addresses: [9149, 9153, 19176, 9163, 9154, 9156],
+    snNote: 'The specification lists it as Num; read as text so that leading zeros stay.',
+  },
+  { key: 'pack5', label: 'Pack5', sn: 9218, addresses: [9202, 9206, 19177, 9216, 9219, 9222] },
 ];
 
 /** Heating state of MB and Pack1 to Pack5, in BATTERY_UNITS order (Xirt/indevolt-api; beyond the specification). */
@@ -181,12 +188,13 @@ function batteryUnits(): ReadPoint[] {
   return BATTERY_UNITS.flatMap((unit) => {
     const category = `Battery unit ${unit.label}`;
     const sn: ReadPoint = {
-      direction: 'read', category, type: unit.snType,
+      direction: 'read', category, type: 'string',
       address: unit.sn, name: `${unit.key}SerialNumber`, label: `${unit.label} serial number`,
+      ...(unit.snNote ? { note: unit.snNote } : {}),
     };
-    const values = fields.map((field, i): ReadPoint => ({
+    const values = zip(fields, unit.addresses).map(([field, address]): ReadPoint => ({
       direction: 'read', category, type: 'num', unit: field.unit,
-      address: unit.addresses[i], name: `${unit.key}${field.suffix}`, label: `${unit.label} ${field.label}`,
+      address, name: `${unit.key}${field.suffix}`, label: `${unit.label} ${field.label}`,
       ...(field.suffix === 'Temperature' ? { note: 'No unit given by the specification.' } : {}),
     }));
     return [sn, ...values];
@@ -311,8 +319,8 @@ export const READ_POINTS: readonly ReadPoint[] = [
   ]),
   ...beyondSpec('Battery heating (beyond spec)', 'num', [
     { address: 7121, name: 'heatingState', label: 'Heating state', models: ['1600'], source: `${SOURCE_INDEVOLT_API} (HEATING_STATE); ${SOURCE_HA_GEN1}`, note: 'Encoding not published.' },
-    ...BATTERY_UNITS.map((unit, i): ReadSpec & { source: string } => ({
-      address: UNIT_HEATING_STATE_ADDRESSES[i], name: `${unit.key}HeatingState`, label: `${unit.label} heating state`, models: ['2000'],
+    ...zip(BATTERY_UNITS, UNIT_HEATING_STATE_ADDRESSES).map(([unit, address]): ReadSpec & { source: string } => ({
+      address, name: `${unit.key}HeatingState`, label: `${unit.label} heating state`, models: ['2000'],
       source: SOURCE_INDEVOLT_API, note: 'Encoding not published.',
     })),
   ]),
@@ -397,7 +405,7 @@ export function resolveReadAddresses(references: readonly (string | number)[], f
     throw new ValidationError(field, references, 'a non-empty list of point names or addresses');
   }
   const addresses: number[] = [];
-  for (const reference of references) {
+  for (const reference of references as readonly unknown[]) {
     const address = resolveReadAddress(reference);
     if (address === undefined) {
       throw new ValidationError(field, reference, 'a read point name (e.g. batterySoc) or an address from 0 to 65535');
@@ -407,7 +415,8 @@ export function resolveReadAddresses(references: readonly (string | number)[], f
   return addresses;
 }
 
-function resolveReadAddress(reference: string | number): number | undefined {
+/** `reference` is unknown: lists come from messages, whatever their declared type. */
+function resolveReadAddress(reference: unknown): number | undefined {
   if (typeof reference === 'number') return isValidAddress(reference) ? reference : undefined;
   if (typeof reference !== 'string') return undefined;
   const trimmed = reference.trim();
@@ -443,15 +452,17 @@ export interface DecodedValue {
 }
 
 /**
- * Turns a raw value from a GetData answer into the point's type: numeric strings become numbers where
- * the point is numeric (some firmware sends enums as "1001"); strings stay strings.
+ * Turns a raw value from a GetData answer into the point's type: decimal strings become numbers where
+ * the point is numeric (some firmware sends enums as "1001"); other text stays as it came; strings stay strings.
+ * undefined: the point answered with no value (a boolean, an object; null for a numeric point), which counts as missing.
  */
-export function decodeValue(address: number, raw: unknown): number | string {
+export function decodeValue(address: number, raw: unknown): number | string | undefined {
   const point = readByAddress.get(address);
-  if (point?.type === 'string') return raw === null || raw === undefined ? '' : String(raw);
-  if (typeof raw === 'number') return raw;
-  if (typeof raw === 'string' && raw.trim() !== '' && Number.isFinite(Number(raw))) return Number(raw);
-  return typeof raw === 'string' ? raw : JSON.stringify(raw);
+  if (point?.type === 'string') {
+    if (raw === null || raw === undefined) return '';
+    return typeof raw === 'string' || typeof raw === 'number' ? String(raw) : undefined;
+  }
+  return decimalNumber(raw) ?? (typeof raw === 'string' ? raw : undefined);
 }
 
 /** Adds the label of an enumerated value, or the HH:MM form of a packed time. */
@@ -494,23 +505,15 @@ export function describeAllowed(point: WritePoint, limits?: WriteLimits): string
   return `an integer from ${point.min} to ${upperBound(point, limits)}${point.unit ? ' ' + point.unit : ''}`;
 }
 
-function toNumber(value: unknown): number | undefined {
-  if (typeof value === 'number') return value;
-  if (typeof value === 'string' && value.trim() !== '' && Number.isFinite(Number(value))) return Number(value);
-  if (typeof value === 'boolean') return value ? 1 : 0;
-  return undefined;
-}
-
 /** Checks one value against a write point and returns it as the integer the device expects. */
 export function validateWriteValue(point: WritePoint, value: unknown, field: string = point.name, limits?: WriteLimits): number {
-  let number = toNumber(value);
+  let number = decimalNumber(value);
   if (number === undefined && typeof value === 'string' && point.enum) {
     // An enum value may be given by its label, e.g. "Enable".
     number = point.enum.find((o) => o.label.toLowerCase() === value.trim().toLowerCase())?.value;
   }
   const allowed = describeAllowed(point, limits);
-  if (number === undefined || !Number.isFinite(number)) throw new ValidationError(field, value, allowed, point);
-  if (!Number.isInteger(number)) throw new ValidationError(field, value, allowed, point);
+  if (number === undefined || !Number.isInteger(number)) throw new ValidationError(field, value, allowed, point);
   const max = upperBound(point, limits);
   if (point.enum) {
     if (!point.enum.some((o) => o.value === number)) throw new ValidationError(field, value, allowed, point);
@@ -530,7 +533,7 @@ export function validateWrite(point: WritePoint, values: unknown, limits?: Write
   const list = Array.isArray(values) ? values : [values];
   if (point.address === REAL_TIME.stateAddress && list.length === 3) {
     const state = validateWriteValue(point, list[0], `${point.name} (state)`);
-    const standbyZero = (value: unknown) => state === STANDBY && toNumber(value) === 0;
+    const standbyZero = (value: unknown) => state === STANDBY && decimalNumber(value) === 0;
     return [
       state,
       standbyZero(list[1]) ? 0 : validateWriteValue(writeByAddress.get(REAL_TIME.powerAddress)!, list[1], 'controlPower (power)', limits),

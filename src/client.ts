@@ -207,8 +207,13 @@ export class DeviceClient extends EventEmitter {
     }
     const outcome = await this.scheduler.read([...new Set(addresses)]);
     const values = new Map<number, number | string>();
-    for (const [address, raw] of outcome.values) values.set(address, decodeValue(address, raw));
-    return { values, missing: outcome.missing };
+    const missing = [...outcome.missing];
+    for (const [address, raw] of outcome.values) {
+      const value = decodeValue(address, raw);
+      if (value === undefined) missing.push(address);
+      else values.set(address, value);
+    }
+    return { values, missing };
   }
 
   /**

@@ -5,6 +5,7 @@
  */
 import { CONTROL_STATES, REAL_TIME, pointByName, validateWrite, writePointByAddress, type WritePoint } from './catalogue';
 import { ValidationError } from './errors';
+import { decimalNumber } from './numbers';
 
 export type ControlStateName = 'standby' | 'charge' | 'discharge';
 
@@ -75,20 +76,14 @@ const PAYLOAD_FORMS =
   `a number of watts (negative: charge, positive: discharge, 0: standby), a state name (${STATE_NAMES.join(', ')}), ` +
   'or an object {state, power, soc}';
 
-function toNumber(value: unknown): number | undefined {
-  if (typeof value === 'number') return value;
-  if (typeof value === 'string' && value.trim() !== '' && Number.isFinite(Number(value))) return Number(value);
-  return undefined;
-}
-
 /** Whole watts: control loops compute fractions. Anything not numeric is left for validation to reject. */
 function wholeWatts(value: unknown): unknown {
-  const number = toNumber(value);
-  return number !== undefined && Number.isFinite(number) ? Math.round(number) : value;
+  const number = decimalNumber(value);
+  return number !== undefined ? Math.round(number) : value;
 }
 
 function parseState(value: unknown): ControlStateName {
-  const number = toNumber(value);
+  const number = decimalNumber(value);
   if (number !== undefined) {
     const name = STATE_NAMES.find((n) => STATE_CODES[n] === number);
     if (name) return name;
@@ -115,13 +110,18 @@ function maxPower(options: ControlOptions): number {
 function command(state: ControlStateName, power: unknown, soc: unknown, options: ControlOptions, belowMinimum = false): ControlCommand {
   let clamped = false;
   if (options.clamp) {
-    const p = clampTo(toNumber(power) ?? power, powerPoint, maxPower(options));
-    const s = clampTo(toNumber(soc) ?? soc, socPoint);
+    const p = clampTo(decimalNumber(power) ?? power, powerPoint, maxPower(options));
+    const s = clampTo(decimalNumber(soc) ?? soc, socPoint);
     power = p.value;
     soc = s.value;
     clamped = p.clamped || s.clamped;
   }
-  const [code, checkedPower, checkedSoc] = validateWrite(statePoint, [STATE_CODES[state], power, soc], { powerLimit: maxPower(options) });
+  // Three values in, three checked values out.
+  const [code, checkedPower, checkedSoc] = validateWrite(statePoint, [STATE_CODES[state], power, soc], { powerLimit: maxPower(options) }) as [
+    number,
+    number,
+    number,
+  ];
   return { state, code, power: checkedPower, soc: checkedSoc, clamped, belowMinimum };
 }
 
@@ -131,10 +131,10 @@ function command(state: ControlStateName, power: unknown, soc: unknown, options:
  * (a loop around zero rests instead of flipping between charge and discharge).
  */
 function fromWatts(raw: unknown, soc: unknown, options: ControlOptions): ControlCommand {
-  const watts = toNumber(raw);
+  const watts = decimalNumber(raw);
   const { min } = CONTROL_LIMITS.power;
   const max = maxPower(options);
-  if (watts === undefined || !Number.isFinite(watts)) {
+  if (watts === undefined) {
     throw new ValidationError('power', raw, `a number of watts from -${max} to ${max} (negative: charge, positive: discharge)`);
   }
   const rounded = Math.round(watts);
@@ -161,7 +161,7 @@ function fromState(stateValue: unknown, power: unknown, soc: unknown, options: C
  * `{power, soc?}` with a signed power.
  */
 export function parseControl(payload: unknown, options: ControlOptions): ControlCommand {
-  if (toNumber(payload) !== undefined) return fromWatts(payload, undefined, options);
+  if (typeof payload === 'number' || decimalNumber(payload) !== undefined) return fromWatts(payload, undefined, options);
   if (typeof payload === 'string') return fromState(payload, undefined, undefined, options);
   if (payload && typeof payload === 'object' && !Array.isArray(payload)) {
     const { state, power, soc } = payload as { state?: unknown; power?: unknown; soc?: unknown };

@@ -33,8 +33,9 @@ export function parseDigestHeader(header: string | undefined): Record<string, st
   const fields: Record<string, string> = {};
   const pattern = /([a-z0-9_-]+)\s*=\s*(?:"((?:[^"\\]|\\.)*)"|([^\s,]*))/gi;
   let field: RegExpExecArray | null;
-  while ((field = pattern.exec(match[1])) !== null) {
-    fields[field[1].toLowerCase()] = field[2] !== undefined ? field[2].replace(/\\(.)/g, '$1') : field[3];
+  while ((field = pattern.exec(match[1] ?? '')) !== null) {
+    const [, name = '', quoted, bare = ''] = field;
+    fields[name.toLowerCase()] = quoted !== undefined ? quoted.replace(/\\(.)/g, '$1') : bare;
   }
   return fields;
 }

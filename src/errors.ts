@@ -23,14 +23,27 @@ export class DeviceError extends Error {
   }
 }
 
+/** Longest preview of a bad value in a message: a megabyte payload must not become a megabyte log line. */
+const PREVIEW_CHARACTERS = 60;
+
 function show(value: unknown): string {
-  if (typeof value === 'string') return JSON.stringify(value);
   if (value === undefined) return 'nothing';
-  try {
-    return JSON.stringify(value) ?? String(value);
-  } catch {
-    return String(value);
+  // JSON would show NaN and Infinity as null.
+  if (typeof value === 'number') return String(value);
+  if (typeof value === 'string') {
+    if (value.length <= PREVIEW_CHARACTERS) return JSON.stringify(value);
+    return `${JSON.stringify(value.slice(0, PREVIEW_CHARACTERS))}… (${value.length} characters)`;
   }
+  let text: string | undefined;
+  try {
+    text = JSON.stringify(value);
+  } catch {
+    // Circular, or a BigInt.
+  }
+  // What has no JSON form is named by its default text (e.g. [object Object]): a name, not a copy.
+  // eslint-disable-next-line @typescript-eslint/no-base-to-string
+  text ??= String(value);
+  return text.length <= PREVIEW_CHARACTERS ? text : `${text.slice(0, PREVIEW_CHARACTERS)}… (${text.length} characters)`;
 }
 
 /** A value that must not reach the device: names the field, the value and what is allowed. */

@@ -2,6 +2,7 @@
 export * from './catalogue';
 export * from './home-assistant';
 export * from './errors';
+export * from './numbers';
 export * from './client';
 export * from './scheduler';
 export * from './digest';

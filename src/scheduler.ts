@@ -186,7 +186,7 @@ export class RequestScheduler {
       const older = this.commands.findIndex((job) => job.writeAddress === address);
       if (older >= 0) {
         // Last write wins: the waiting value is never sent; its caller learns it was superseded.
-        const [replaced] = this.commands.splice(older, 1);
+        const [replaced] = this.commands.splice(older, 1) as [CommandJob];
         (replaced.resolve as (status: WriteStatus) => void)('superseded');
       } else if (!this.admit(reject)) return;
       this.commands.push({
@@ -195,7 +195,7 @@ export class RequestScheduler {
           await this.options.write(address, values, context);
           return 'written';
         },
-        resolve: resolve as (value: never) => void,
+        resolve: resolve,
         reject,
       });
       this.schedule();
@@ -206,7 +206,7 @@ export class RequestScheduler {
   command<T>(run: (context: RequestContext) => Promise<T>): Promise<T> {
     return new Promise<T>((resolve, reject) => {
       if (!this.admit(reject)) return;
-      this.commands.push({ run, resolve: resolve as (value: never) => void, reject });
+      this.commands.push({ run, resolve: resolve, reject });
       this.schedule();
     });
   }

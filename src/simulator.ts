@@ -264,7 +264,8 @@ export class DeviceSimulator {
     for (const write of WRITE_POINTS) {
       if (write.realTimeOnly) continue;
       const name = write.readAs ?? write.name;
-      const initial = INITIAL_SETTINGS[name] ?? (write.enum ? write.enum[0].value + (write.readValueOffset ?? 0) : write.min ?? 0);
+      const firstOption = write.enum?.[0];
+      const initial = INITIAL_SETTINGS[name] ?? (firstOption ? firstOption.value + (write.readValueOffset ?? 0) : write.min ?? 0);
       this.settingsByName.set(name, initial);
     }
     if (options.workingMode !== undefined) {
@@ -702,7 +703,7 @@ export class DeviceSimulator {
     const fields = parseDigestHeader(req.headers.authorization);
     if (!fields) return undefined;
     const { username, realm, nonce, uri, response, qop, nc, cnonce, algorithm } = fields;
-    if (username !== this.username || uri !== req.url || realm === undefined || !nonce || !response || !nc || !cnonce) return undefined;
+    if (username !== this.username || !uri || uri !== req.url || realm === undefined || !nonce || !response || !nc || !cnonce) return undefined;
     if (qop !== 'auth' || (algorithm !== undefined && algorithm.toUpperCase() !== 'MD5')) return undefined;
     // For User.SetConfig realm and nonce are the GCM tag and IV, so no server nonce can apply.
     if (this.requireChallenge && operation !== 'User.SetConfig' && nonce !== this.serverNonce) return undefined;
@@ -790,20 +791,22 @@ export class DeviceSimulator {
     return state === 1 ? power <= limits.maxChargePower : state === 2 ? power <= limits.maxDischargePower : true;
   }
 
+  /** `values` as validateWrite returns them: one value, or [state, power, SOC]. */
   private applyWrite(point: WritePoint, values: number[]): void {
-    if (point.address === REAL_TIME.modeAddress && values[0] === REAL_TIME.mode && this.workingMode !== REAL_TIME.mode) {
+    const [value, power, soc] = values as [number, number?, number?];
+    if (point.address === REAL_TIME.modeAddress && value === REAL_TIME.mode && this.workingMode !== REAL_TIME.mode) {
       // Entering real-time control starts in standby until the first control write.
       this.controlSettings = this.standbyControl();
     }
     if (point.address === REAL_TIME.stateAddress) {
-      this.controlSettings.state = values[0];
-      if (values.length === 3) {
-        this.controlSettings.power = values[1];
-        this.controlSettings.soc = values[2];
+      this.controlSettings.state = value;
+      if (power !== undefined && soc !== undefined) {
+        this.controlSettings.power = power;
+        this.controlSettings.soc = soc;
       }
-    } else if (point.address === REAL_TIME.powerAddress) this.controlSettings.power = values[0];
-    else if (point.address === REAL_TIME.socAddress) this.controlSettings.soc = values[0];
-    else this.settingsByName.set(point.readAs ?? point.name, values[0] + (point.readValueOffset ?? 0));
+    } else if (point.address === REAL_TIME.powerAddress) this.controlSettings.power = value;
+    else if (point.address === REAL_TIME.socAddress) this.controlSettings.soc = value;
+    else this.settingsByName.set(point.readAs ?? point.name, value + (point.readValueOffset ?? 0));
     // Let the new setting take effect in the reported flows at once.
     this.step(0);
   }
@@ -820,7 +823,7 @@ export class DeviceSimulator {
     const pad = (n: number) => String(n).padStart(2, '0');
     const time = `${now.getFullYear()}-${pad(now.getMonth() + 1)}-${pad(now.getDate())} ${pad(now.getHours())}:${pad(now.getMinutes())}:${pad(now.getSeconds())}`;
     const hash = createHash('md5').update(this.serialNumber).digest();
-    hash[0] = (hash[0] & 0xfc) | 0x02; // locally administered, unicast
+    hash.writeUInt8((hash.readUInt8(0) & 0xfc) | 0x02, 0); // locally administered, unicast
     return {
       hostname: this.blankIdentity ? '' : `${this.type}-${this.serialNumber.slice(-4)}`,
       timezone: -now.getTimezoneOffset(),
@@ -985,7 +988,7 @@ export class DeviceSimulator {
     if (unit) {
       switch (unit[2]) {
         case 'SerialNumber':
-          return point.type === 'string' ? `${this.serialNumber}-${unit[1].toUpperCase()}` : 240400 + READ_POINTS.indexOf(point);
+          return `${this.serialNumber}-${(unit[1] ?? '').toUpperCase()}`;
         case 'Soc':
           return soc;
         case 'Voltage':
@@ -1000,7 +1003,7 @@ export class DeviceSimulator {
     }
     const pv = /^pv([1-4])(Current|Voltage|Power)$/.exec(name);
     if (pv) {
-      const share = [0.55, 0.45, 0, 0][Number(pv[1]) - 1];
+      const share = [0.55, 0.45, 0, 0][Number(pv[1]) - 1] ?? 0;
       const power = Math.round(this.pvW * share);
       const voltage = power > 0 ? 38.5 - Number(pv[1]) * 0.6 : 0;
       if (pv[2] === 'Power') return power;
@@ -1009,8 +1012,7 @@ export class DeviceSimulator {
     }
     // A point added to the catalogue later still gets a value of its type.
     if (point.type === 'string') return '';
-    if (point.enum) return point.enum[0].value;
-    return 0;
+    return point.enum?.[0]?.value ?? 0;
   }
 }
 

@@ -93,15 +93,15 @@ const SPEC_READ_POINTS = READ_POINTS.filter((p) => !p.beyondSpec);
 
 describe('catalogue', function () {
   describe('contents against the specification', function () {
-    it('has every read point of spec 2.1 with the type the spec gives, and no other', function () {
+    it('has every read point of spec 2.1 with the type the spec gives, serial numbers as strings, and no other', function () {
       const expected = new Map<number, string>();
       for (const a of SPEC_STRING) expected.set(a, 'string');
       for (const a of SPEC_ENUM) expected.set(a, 'enum');
       for (const a of SPEC_FLOAT) expected.set(a, 'float');
       for (const a of SPEC_NUM) expected.set(a, 'num');
-      for (const [unit, addresses] of Object.entries(SPEC_UNITS)) {
-        // Serial numbers are String, except Pack4's, which the spec lists as Num.
-        addresses.forEach((a, i) => expected.set(a, i === 0 && unit !== 'pack4' ? 'string' : 'num'));
+      for (const addresses of Object.values(SPEC_UNITS)) {
+        // Serial numbers are String. The spec lists Pack4's as Num, but as a number it would lose leading zeros.
+        addresses.forEach((a, i) => expected.set(a, i === 0 ? 'string' : 'num'));
       }
       for (const [address, type] of expected) should(read(address).type).equal(type, `type of read point ${address}`);
       should(SPEC_READ_POINTS.map((p) => p.address).sort((a, b) => a - b)).eql([...expected.keys()].sort((a, b) => a - b));
@@ -121,7 +121,7 @@ describe('catalogue', function () {
     it('names a selection of read points as expected', function () {
       should(read(6002)).match({ name: 'batterySoc', type: 'num', unit: '%' });
       should(read(0)).match({ name: 'serialNumber', type: 'string' });
-      should(read(9165)).match({ name: 'pack4SerialNumber', type: 'num' });
+      should(read(9165)).match({ name: 'pack4SerialNumber', type: 'string' });
       should(read(9218)).match({ name: 'pack5SerialNumber', type: 'string' });
       should(read(1138)).match({ name: 'dcdc2Firmware', type: 'string' });
       should(read(1143)).match({ name: 'bms4Firmware', type: 'string' });
@@ -280,8 +280,8 @@ describe('catalogue', function () {
         0: 'BK1600-12345678', 606: 1000, 7101: 5, 2107: 289.97, 6006: 380.58, 6007: 338.07, 1505: 553673,
         6001: 1001, 7120: 1001, 6002: 92, 11016: -12.5, 2612: 50, 9165: 'PACK4-44444444', 7600: 35.2, 21028: 0,
       });
-      should(describeValue(606, decoded[606])).eql({ value: 1000, label: 'Master' });
-      should(describeValue(6001, decoded[6001])).eql({ value: 1001, label: 'Charging' });
+      should(describeValue(606, decoded[606]!)).eql({ value: 1000, label: 'Master' });
+      should(describeValue(6001, decoded[6001]!)).eql({ value: 1001, label: 'Charging' });
     });
 
     it('passes on a string that is no number where the specification says number', function () {
@@ -342,13 +342,22 @@ describe('catalogue', function () {
       should(decodeValue(65000, '12')).equal(12); // not in the catalogue: still numeric
     });
 
+    it('keeps a text that is no decimal number as it came, and leaves null, booleans and objects out of numeric points', function () {
+      should(decodeValue(6002, '0x32')).equal('0x32');
+      should(decodeValue(6002, 'N/A')).equal('N/A');
+      for (const raw of [null, true, false, {}, [1]]) should(decodeValue(6002, raw)).be.undefined();
+    });
+
     it('keeps string points strings', function () {
       should(decodeValue(0, 'HMG50DEV1234')).equal('HMG50DEV1234');
       should(decodeValue(0, 12345)).equal('12345');
       should(decodeValue(1138, 'V1.2')).equal('V1.2');
       should(decodeValue(0, null)).equal('');
+      for (const raw of [true, { sn: 'x' }]) should(decodeValue(0, raw)).be.undefined();
       // The spec lists Pack4's serial as Num, but a text serial must survive.
       should(decodeValue(9165, 'ABC')).equal('ABC');
+      should(decodeValue(9165, '00912')).equal('00912');
+      for (const point of READ_POINTS.filter((p) => /serialNumber$/i.test(p.name))) should(point.type).equal('string');
     });
 
     it('labels enumerated values and packed times', function () {
@@ -390,6 +399,16 @@ describe('catalogue', function () {
       catchError(() => validateWrite(write(47016), Infinity));
       catchError(() => validateWrite(write(47016), ''));
       catchError(() => validateWrite(write(47016), { value: 100 }));
+    });
+
+    it('takes decimal numbers and numeric strings only: no hex, binary or octal literals, no booleans', function () {
+      should(validateWrite(write(47016), ' 50 ')).eql([50]);
+      should(validateWrite(write(47016), '+1.5e3')).eql([1500]);
+      should(validateWrite(write(47016), '50.0')).eql([50]);
+      for (const value of ['0x32', '0b110010', '0o62', '1e400', 'Infinity', '50 W', true, false]) {
+        should(catchError(() => validateWrite(write(47016), value)).message).containEql(JSON.stringify(value));
+      }
+      catchError(() => validateWrite(write(7265), true));
     });
 
     it('checks enum membership and accepts labels', function () {

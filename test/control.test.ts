@@ -92,6 +92,16 @@ describe('control logic (src/control.ts)', () => {
       invalid(Infinity, CLAMP, /^power$/);
       invalid({ power: 'lots' }, CLAMP, /^power$/);
     });
+
+    it('takes decimal numbers and numeric strings only', () => {
+      parseControl('-800', OPTIONS).should.containEql({ state: 'charge', power: 800 });
+      for (const payload of ['0x32', '-0x320', '0b110010', '1e400']) invalid(payload, OPTIONS, /^(payload|state)$/);
+      invalid({ power: '0x320' }, OPTIONS, /^power$/);
+      invalid({ state: 'charge', power: '0x320' }, OPTIONS, /power/);
+      invalid({ state: 'charge', soc: '0x32' }, OPTIONS, /soc|SOC/);
+      invalid({ state: 'charge', power: '0x320' }, CLAMP, /power/);
+      invalid({ state: '0x1' }, OPTIONS, /^state$/);
+    });
   });
 
   describe('object and word payloads', () => {

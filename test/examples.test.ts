@@ -18,6 +18,8 @@ import passwordNode = require('../nodes/localbattery-password');
 import { startBroker, type TestBroker } from './mqtt-broker';
 import { DISCOVERY_TOPIC, checkSensorSemantics } from './home-assistant-schema';
 
+// The core nodes are CommonJS files found by path.
+// eslint-disable-next-line @typescript-eslint/no-require-imports
 const core = (file: string) => require(require.resolve(`@node-red/nodes/core/${file}`));
 const CORE_NODES = ['common/20-inject.js', 'common/90-comment.js', 'function/10-function.js', 'function/89-delay.js', 'function/10-switch.js'].map(core);
 const MQTT_NODES = core('network/10-mqtt.js');
@@ -28,7 +30,7 @@ const EXAMPLES = path.join(__dirname, '..', '..', 'examples');
 /** Node types of the other modules the examples may use, by the module's package.json. */
 const MODULE_TYPES = new Map<string, string>(
   ['@flowfuse/node-red-dashboard'].flatMap((module) =>
-    Object.keys(require(`${module}/package.json`)['node-red'].nodes).map((type): [string, string] => [type, module]),
+    Object.keys((JSON.parse(fs.readFileSync(require.resolve(`${module}/package.json`), 'utf8')) as { 'node-red': { nodes: object } })['node-red'].nodes).map((type): [string, string] => [type, module]),
   ),
 );
 const moduleOfType = (type: string) => MODULE_TYPES.get(type) ?? 'no module';

@@ -263,6 +263,13 @@ describe('localbattery-control node', function () {
     should((await caught).error.message).match(/repeat time/);
     await helper.unload();
 
+    node = await load(simulator, { modeCheck: '0x10' });
+    should(lastStatus(node)).eql({ fill: 'red', shape: 'ring', text: text('localbattery-control.status.invalidConfig') });
+    caught = nextInput(helper.getNode('caught'));
+    node.receive({ payload: 800 });
+    should((await caught).error.message).match(/mode re-check time.*"0x10"/);
+    await helper.unload();
+
     node = await load(simulator, { device: '' });
     should(lastStatus(node)).eql({ fill: 'red', shape: 'ring', text: text('localbattery-control.errors.noDevice') });
     caught = nextInput(helper.getNode('caught'));

@@ -122,13 +122,13 @@ describe('localbattery-device config node', function () {
       await helper.load(nodes, [device.node, ...info('info1'), ...info('info2')], device.credentials);
       const config = helper.getNode('device1');
       const client: DeviceClient = config.client;
-      await new Promise<void>((resolve) => helper.getNode('info1').close(false).then(resolve));
+      await helper.getNode('info1').close(false);
       should(config.client).equal(client);
-      await new Promise<void>((resolve) => helper.getNode('info2').close(false).then(resolve));
+      await helper.getNode('info2').close(false);
       should(config.client).be.undefined();
       await client.getDeviceInfo().should.be.rejectedWith({ code: 'CLOSED' });
 
-      const comeback = { status: () => undefined } as unknown as Parameters<typeof config.register>[0];
+      const comeback = { status: () => undefined } as unknown;
       config.register(comeback);
       should(config.client).be.an.instanceOf(DeviceClient).and.not.equal(client);
       should((await config.client.getDeviceInfo()).sn).equal(IDENTITY.serialNumber);
@@ -211,6 +211,17 @@ describe('localbattery-device config node', function () {
       should(helper.getNode('device1').client).be.undefined();
       should(helper.getNode('device1').configError).match(/host/);
       should(lastStatus(helper.getNode('info1'))).eql({ fill: 'red', shape: 'ring', text: text('localbattery-device.status.invalid') });
+    });
+
+    it('takes its port, interval and time-out as decimal numbers only', async function () {
+      simulator = await startSimulator();
+      for (const [setting, value, field] of [['port', '0x50', 'port'], ['minInterval', '0x3e8', 'minimum interval'], ['timeout', '0b11111010000', 'time-out']]) {
+        const device = deviceConfig(simulator, 'device1', { [setting]: value });
+        await helper.load(nodes, [device.node, ...info('info1')], device.credentials);
+        should(helper.getNode('device1').client).be.undefined();
+        should(helper.getNode('device1').configError).startWith(`Invalid ${field}: got "${value}"`);
+        await helper.unload();
+      }
     });
   });
 
@@ -297,6 +308,7 @@ describe('localbattery-device config node', function () {
         [{ currentPassword: 'factory-pw', newPassword: 'seventeen-bytes-x' }, /new password.*17 bytes.*1 to 16 bytes/],
         [{ currentPassword: 'factory-pw', newPassword: '' }, /new password/],
         [{ currentPassword: 'factory-pw' }, /new password/],
+        [{ currentPassword: 'factory-pw', newPassword: { text: 'good-new-pw' } }, /new password/],
         [{ newPassword: 'good-new-pw' }, /current password/],
         [{ host: '', currentPassword: 'factory-pw', newPassword: 'good-new-pw' }, /host/],
       ];

@@ -162,6 +162,8 @@ describe('localbattery-info node', function () {
       should(odd).not.have.property('utcOffset');
       should(odd).not.have.property('localTime');
       should(describeInfo({ time_stamp: 0, run_time: -1 })).eql({ time_stamp: 0, run_time: -1 });
+      const hex = { time_stamp: '0x6632161a', run_time: '0x10', timezone: '0x1e0' };
+      should(describeInfo(hex as never)).eql(hex);
     });
 
     it('reads numeric strings and writes the uptime in words', function () {

@@ -54,7 +54,7 @@ function callsOf(node: any, method: 'log' | 'warn' | 'error' | 'send'): unknown[
 function expectedValue(simulator: DeviceSimulator, address: number): number | string {
   const raw = simulator.value(address);
   should(raw).not.be.undefined();
-  return decodeValue(address, raw);
+  return decodeValue(address, raw)!;
 }
 
 const readStatus = /^\d+ points? · /;
@@ -488,12 +488,14 @@ describe('localbattery-read node', function () {
       reader({ id: 'read2', interval: '0.5' }),
       reader({ id: 'read3', points: [] }),
       reader({ id: 'read4', device: '', interval: 1 }),
+      reader({ id: 'read5', interval: '0x5' }),
     ]);
     const invalid = { fill: 'red', shape: 'ring', text: text('localbattery-read.status.invalid') };
     should(callsOf(helper.getNode('read1'), 'error')[0][0]).match(/Invalid points: got "noSuchPoint", allowed is/);
     should(callsOf(helper.getNode('read2'), 'error')[0][0]).match(/Invalid interval: got "0.5", allowed is empty or 0/);
     should(callsOf(helper.getNode('read3'), 'error')[0][0]).match(/Invalid points: got \[\]/);
-    for (const id of ['read1', 'read2', 'read3']) should(lastStatus(helper.getNode(id))).eql(invalid);
+    should(callsOf(helper.getNode('read5'), 'error')[0][0]).match(/Invalid interval: got "0x5", allowed is empty or 0/);
+    for (const id of ['read1', 'read2', 'read3', 'read5']) should(lastStatus(helper.getNode(id))).eql(invalid);
     should(lastStatus(helper.getNode('read4'))).eql({ fill: 'red', shape: 'ring', text: text('localbattery-read.errors.noDevice') });
 
     const caught = collect('caught');

@@ -88,8 +88,8 @@ export async function startNodeRed(
         resolve();
       }
     };
-    child.stdout!.on('data', onData);
-    child.stderr!.on('data', (chunk: Buffer) => log.push(chunk.toString()));
+    child.stdout.on('data', onData);
+    child.stderr.on('data', (chunk: Buffer) => log.push(chunk.toString()));
     child.once('exit', (code) => {
       clearTimeout(timer);
       reject(new Error(`Node-RED exited with ${code}:\n${log.join('')}`));

@@ -187,6 +187,8 @@ export function watchAfterClose(node: any): string[] {
 
 /** Mocha hooks for the enclosing block: a UDP send to any address off loopback throws, so no test ever broadcasts. */
 export function onlyLoopbackUdp(): void {
+  // Put back as it was, and applied with its socket.
+  // eslint-disable-next-line @typescript-eslint/unbound-method
   const originalSend = dgram.Socket.prototype.send;
   before(function () {
     (dgram.Socket.prototype as unknown as { send: (...args: unknown[]) => void }).send = function (this: dgram.Socket, ...args: unknown[]) {

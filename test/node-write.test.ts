@@ -3,7 +3,7 @@ import should from 'should';
 import deviceNode = require('../nodes/localbattery-device');
 import writeNode = require('../nodes/localbattery-write');
 import {
-  CONTROL_STATES, REAL_TIME, WORKING_MODES, describeAllowed, pointByName, resolveWritePoint, type ReadPoint, type WritePoint,
+  CONTROL_STATES, REAL_TIME, WORKING_MODES, describeAllowed, pointByName, resolveWritePoint, type ReadPoint,
 } from '../src/catalogue';
 import type { DeviceSimulator } from '../src/simulator';
 import { deviceConfig, helper, startSimulator } from './support';
@@ -354,7 +354,7 @@ describe('localbattery-write editor validation', function () {
     point('');
     editor.finishLoad();
     await until(() => editor.revalidated > 0, 1000, 'revalidation after loading');
-    const light = writePoint('lightSetting') as WritePoint;
+    const light = writePoint('lightSetting');
     should(value({ point: light.name, valueType: 'enum' }, String(light.enum![0].value))).be.true();
     should(value({ point: light.name, valueType: 'enum' }, '7')).be.a.String();
     should(value({ point: light.name, valueType: 'str' }, light.enum![1].label)).be.true();

@@ -621,10 +621,10 @@ describe('DeviceSimulator', function () {
         await new Promise<void>((resolve) => socket.bind(0, '127.0.0.1', () => resolve()));
         const answers: string[] = [];
         socket.on('message', (message) => answers.push(message.toString('utf8')));
-        socket.send('hello', sim.udpPort!, '127.0.0.1');
+        socket.send('hello', sim.udpPort, '127.0.0.1');
         await sleep(100);
         answers.should.be.empty();
-        socket.send('AT+IGDEVICEIP', sim.udpPort!, '127.0.0.1');
+        socket.send('AT+IGDEVICEIP', sim.udpPort, '127.0.0.1');
         for (let i = 0; i < 50 && answers.length === 0; i++) await sleep(10);
         answers.should.have.length(1);
         answers[0].should.equal(JSON.stringify(JSON.parse(answers[0])));
@@ -669,6 +669,7 @@ describe('DeviceSimulator', function () {
       command.should.eql({ options: { port: 0, udpPort: null, timeScale: 60, password: 'x', requireChallenge: true }, fault: 'slow', help: false });
       parseSimulatorArgs(['--help']).help.should.be.true();
       (() => parseSimulatorArgs(['--port', '70000'])).should.throw(/--port/);
+      (() => parseSimulatorArgs(['--time-scale', '0x3c'])).should.throw(/--time-scale needs a number >= 0, got "0x3c"/);
       (() => parseSimulatorArgs(['--fault', 'nope'])).should.throw(/--fault/);
       (() => parseSimulatorArgs(['--bogus', '1'])).should.throw(/Unknown option/);
       parseSimulatorArgs(['--auth', 'none', '--namespace', 'Indevolt']).options.should.eql({ auth: 'none', namespace: 'Indevolt' });

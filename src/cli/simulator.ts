@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 /** `local-battery-simulator`: runs the device simulator until SIGINT or SIGTERM. */
 import type { ModelClass } from '../catalogue';
+import { decimalNumber } from '../numbers';
 import {
   DeviceSimulator,
   FAULTS,
@@ -59,7 +60,7 @@ export function parseSimulatorArgs(argv: readonly string[]): SimulatorCommand {
   const options: SimulatorOptions = {};
   const command: SimulatorCommand = { options, help: false };
   for (let i = 0; i < argv.length; i++) {
-    const arg = argv[i];
+    const arg = argv[i]!;
     if (arg === '--help' || arg === '-h') {
       command.help = true;
       continue;
@@ -77,8 +78,8 @@ export function parseSimulatorArgs(argv: readonly string[]): SimulatorCommand {
     const flag = `--${match[1]}`;
     let value = match[2];
     if (value === undefined) {
-      if (i + 1 >= argv.length) throw new Error(`${flag} needs a value`);
       value = argv[++i];
+      if (value === undefined) throw new Error(`${flag} needs a value`);
     }
     switch (flag) {
       case '--auth':
@@ -96,8 +97,8 @@ export function parseSimulatorArgs(argv: readonly string[]): SimulatorCommand {
         options.namespace = value;
         break;
       case '--time-scale': {
-        const scale = Number(value);
-        if (!Number.isFinite(scale) || scale < 0) throw new Error(`${flag} needs a number >= 0, got "${value}"`);
+        const scale = decimalNumber(value);
+        if (scale === undefined || scale < 0) throw new Error(`${flag} needs a number >= 0, got "${value}"`);
         options.timeScale = scale;
         break;
       }
