@@ -100,7 +100,8 @@ MOCHA_RC=${PIPESTATUS[0]}
 (cd "$ROOT" && "$NODE_BIN" node_modules/mocha/bin/mocha.js --config .mocharc.alone.json "${MOCHA_ARGS[@]}") 2>&1 | tee -a "$WORK/mocha.log"
 [ "${PIPESTATUS[0]}" -eq 0 ] || MOCHA_RC=1
 set -e
-count() { grep -Eo "^ *[0-9]+ $1" "$WORK/mocha.log" | grep -Eo '[0-9]+' | awk '{ sum += $1 } END { print sum + 0 }'; }
+# Sums "<n> passing" (failing, pending) over both runs; a word that does not occur counts 0.
+count() { awk -v word="$1" '$1 ~ /^[0-9]+$/ && $2 == word { sum += $1 } END { print sum + 0 }' "$WORK/mocha.log"; }
 PASSING="$(count passing)"
 FAILING="$(count failing)"
 PENDING="$(count pending)"
