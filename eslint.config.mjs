@@ -7,7 +7,8 @@ import globals from 'globals';
 import tseslint from 'typescript-eslint';
 
 export default defineConfig(
-  { ignores: ['dist/', 'coverage/', 'node_modules/'] },
+  // .demo/ is npm start's user directory (git-ignored).
+  { ignores: ['dist/', 'coverage/', 'node_modules/', '.demo/'] },
   js.configs.recommended,
   // A timer that a callback clears may be read before it is set.
   { rules: { 'prefer-const': ['error', { ignoreReadBeforeAssign: true }] } },

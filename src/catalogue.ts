@@ -173,8 +173,27 @@ const BATTERY_UNITS: { key: string; label: string; sn: number; snNote?: string; 
   { key: 'pack5', label: 'Pack5', sn: 9218, addresses: [9202, 9206, 19177, 9216, 9219, 9222] },
 ];
 
-/** Heating state of MB and Pack1 to Pack5, in BATTERY_UNITS order (Xirt/indevolt-api; beyond the specification). */
-const UNIT_HEATING_STATE_ADDRESSES = [9079, 9096, 9112, 9128, 9144, 9279];
+const SOURCE_MAKER_TABLE = "maker's point table (INDEVOLT/indevolt-doc docs/hardware/open-data/http-api.md, PG1000/PG2000/PG3000 series tab)";
+
+/** Per-unit points of the maker's table beyond the specification, in BATTERY_UNITS order. */
+const UNIT_EXTRAS: { soh: number; cycles: number; dcdcState: number; heaterState: number }[] = [
+  { soh: 9002, cycles: 9003, dcdcState: 9079, heaterState: 9080 },
+  { soh: 9018, cycles: 9019, dcdcState: 9095, heaterState: 9096 },
+  { soh: 9037, cycles: 9038, dcdcState: 9111, heaterState: 9112 },
+  { soh: 9056, cycles: 9057, dcdcState: 9127, heaterState: 9128 },
+  { soh: 9151, cycles: 9152, dcdcState: 9143, heaterState: 9144 },
+  { soh: 9204, cycles: 9205, dcdcState: 9278, heaterState: 9279 },
+];
+const DCDC_STATES: EnumOption[] = [
+  { value: 0, label: 'Standby' },
+  { value: 1, label: 'Charging' },
+  { value: 2, label: 'Discharging' },
+  { value: 3, label: 'Protection' },
+];
+const OFF_ON: EnumOption[] = [
+  { value: 0, label: 'Off' },
+  { value: 1, label: 'On' },
+];
 
 function batteryUnits(): ReadPoint[] {
   const fields: { suffix: string; label: string; unit?: string }[] = [
@@ -317,12 +336,21 @@ export const READ_POINTS: readonly ReadPoint[] = [
       note: 'The 1600 class reports its meter here instead of 11016.',
     },
   ]),
-  ...beyondSpec('Battery heating (beyond spec)', 'num', [
-    { address: 7121, name: 'heatingState', label: 'Heating state', models: ['1600'], source: `${SOURCE_INDEVOLT_API} (HEATING_STATE); ${SOURCE_HA_GEN1}`, note: 'Encoding not published.' },
-    ...zip(BATTERY_UNITS, UNIT_HEATING_STATE_ADDRESSES).map(([unit, address]): ReadSpec & { source: string } => ({
-      address, name: `${unit.key}HeatingState`, label: `${unit.label} heating state`, models: ['2000'],
-      source: SOURCE_INDEVOLT_API, note: 'Encoding not published.',
-    })),
+  ...beyondSpec('Battery health (beyond spec)', 'num', zip(BATTERY_UNITS, UNIT_EXTRAS).flatMap(([unit, extra]): (ReadSpec & { source: string })[] => [
+    { address: extra.soh, name: `${unit.key}Soh`, label: `${unit.label} state of health`, unit: '%', models: ['2000'], source: SOURCE_MAKER_TABLE },
+    { address: extra.cycles, name: `${unit.key}CycleCount`, label: `${unit.label} cycle count`, models: ['2000'], source: SOURCE_MAKER_TABLE },
+  ])),
+  ...beyondSpec('Battery state (beyond spec)', 'enum', [
+    { address: 7121, name: 'heatingState', label: 'Heating state', type: 'num', models: ['1600'], source: `${SOURCE_INDEVOLT_API} (HEATING_STATE); ${SOURCE_HA_GEN1}`, note: 'Encoding not published.' },
+    ...zip(BATTERY_UNITS, UNIT_EXTRAS).flatMap(([unit, extra]): (ReadSpec & { source: string })[] => [
+      { address: extra.dcdcState, name: `${unit.key}DcdcState`, label: `${unit.label} DC/DC state`, enum: DCDC_STATES, models: ['2000'], source: SOURCE_MAKER_TABLE },
+      { address: extra.heaterState, name: `${unit.key}HeatingState`, label: `${unit.label} heater state`, enum: OFF_ON, models: ['2000'], source: `${SOURCE_MAKER_TABLE}; ${SOURCE_INDEVOLT_API}` },
+    ]),
+  ]),
+  ...beyondSpec('System state (beyond spec)', 'num', [
+    { address: 9405, name: 'systemSoc', label: 'System SOC (all units)', unit: '%', models: ['2000'], source: SOURCE_MAKER_TABLE },
+    { address: 11019, name: 'chargeTimeLeft', label: 'Remaining charging time', unit: 'min', models: ['2000'], source: SOURCE_MAKER_TABLE },
+    { address: 11020, name: 'dischargeTimeLeft', label: 'Remaining discharging time', unit: 'min', models: ['2000'], source: SOURCE_MAKER_TABLE },
   ]),
 ];
 

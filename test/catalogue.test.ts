@@ -220,7 +220,7 @@ describe('catalogue', function () {
     const beyond = READ_POINTS.filter((p) => p.beyondSpec);
 
     it('has the read-backs, temperatures, 1600-class meter and heating states of the sources, each with its source', function () {
-      should(beyond.map((p) => p.address)).containDeep([6107, 6108, 6109, 7600, 7605, 7620, 7621, 21028, 7121, 9079, 9096, 9112, 9128, 9144, 9279]);
+      should(beyond.map((p) => p.address)).containDeep([6107, 6108, 6109, 7600, 7605, 7620, 7621, 21028, 7121, 9080, 9096, 9112, 9128, 9144, 9279]);
       for (const point of beyond) {
         should(point.source).be.a.String().and.match(/\S/, `source of ${point.name}`);
         should(point.models!.length).be.above(0, `models of ${point.name}`);
@@ -231,6 +231,21 @@ describe('catalogue', function () {
       should(read(6109)).match({ name: 'controlPowerReadback', unit: 'W' });
       should(read(6109).source).match(/indevolt-api/);
       should(read(21028).source).match(/BK1600/);
+    });
+
+    it('has the maker\'s per-unit state of health, cycle counts, DC/DC and heater states, and the system state points', function () {
+      const units = ['mb', 'pack1', 'pack2', 'pack3', 'pack4', 'pack5'];
+      should(units.map((unit) => pointByName(`${unit}Soh`)!.address)).eql([9002, 9018, 9037, 9056, 9151, 9204]);
+      should(units.map((unit) => pointByName(`${unit}CycleCount`)!.address)).eql([9003, 9019, 9038, 9057, 9152, 9205]);
+      should(units.map((unit) => pointByName(`${unit}DcdcState`)!.address)).eql([9079, 9095, 9111, 9127, 9143, 9278]);
+      // The maker's table: 9079 is the MB's DC/DC state, its heater is 9080.
+      should(units.map((unit) => pointByName(`${unit}HeatingState`)!.address)).eql([9080, 9096, 9112, 9128, 9144, 9279]);
+      should(read(9002)).match({ unit: '%', models: ['2000'], source: /http-api\.md/ });
+      should(describeValue(9079, 3)).eql({ value: 3, label: 'Protection' });
+      should(describeValue(9080, 1)).eql({ value: 1, label: 'On' });
+      should(decodeValue(9143, '2')).equal(2);
+      should([9405, 11019, 11020].map((a) => read(a).name)).eql(['systemSoc', 'chargeTimeLeft', 'dischargeTimeLeft']);
+      should(read(11019).unit).equal('min');
     });
 
     it('shows them in their own picker groups, apart from the specification points', function () {
