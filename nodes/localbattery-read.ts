@@ -4,6 +4,7 @@
  */
 import type { Node, NodeAPI, NodeDef, NodeMessage } from 'node-red';
 import { describeValue, readPointByAddress, resolveReadAddresses, type DecodedValue } from '../src/catalogue';
+import { homeAssistantSensor, type HomeAssistantSensor } from '../src/home-assistant';
 import type { ReadResult } from '../src/client';
 import { DeviceError, ValidationError } from '../src/errors';
 import { clientOf, deviceOf, errorStatus, timeOfDay, keepErrorCodes } from './shared';
@@ -180,13 +181,17 @@ function register(RED: NodeAPI) {
       lastSentAt = Date.now();
       const payload: Record<string, unknown> = {};
       const units: Record<string, string> = {};
-      const metadata: Record<string, { address: number; label?: string; unit?: string; category?: string }> = {};
+      const metadata: Record<string, { address: number; label?: string; unit?: string; category?: string; homeAssistant?: HomeAssistantSensor }> = {};
       for (const reading of readings) {
         const point = readPointByAddress(reading.address);
         payload[reading.key] = output(reading);
         if (point?.unit) units[reading.key] = point.unit;
+        const homeAssistant = point && homeAssistantSensor(point);
         metadata[reading.key] = point
-          ? { address: reading.address, label: point.label, ...(point.unit ? { unit: point.unit } : {}), category: point.category }
+          ? {
+              address: reading.address, label: point.label, ...(point.unit ? { unit: point.unit } : {}), category: point.category,
+              ...(homeAssistant ? { homeAssistant } : {}),
+            }
           : { address: reading.address };
         lastSent.set(reading.key, reading.value);
       }

@@ -1,17 +1,24 @@
 #!/usr/bin/env node
 // `npm start`: the simulator as a stand-in device on loopback, and Node-RED on 127.0.0.1 with this package
-// (from the working tree) and the demo flows deployed. Ctrl-C stops both.
+// (from the working tree), FlowFuse Dashboard 2 (installed from the registry into .demo/) and the demo flows
+// deployed. Ctrl-C stops both.
 const fs = require('fs');
 const path = require('path');
 const net = require('net');
-const { spawn } = require('child_process');
+const { spawn, spawnSync } = require('child_process');
 const { DeviceSimulator } = require('../dist/src/simulator');
 
 const root = path.join(__dirname, '..');
 const userDir = path.join(root, '.demo');
 const pkg = require('../package.json');
 const DEMO_PASSWORD = 'demo-pass-1';
-const DEMO_EXAMPLES = ['Monitoring.json', 'Zero feed-in.json'];
+const DEMO_EXAMPLES = ['Monitoring.json', 'Dashboard.json', 'Zero feed-in.json'];
+// Examples whose writing nodes the demo enables: the simulator is no battery to protect. The others stay inert as
+// imported, so only the dashboard steers the battery (zero feed-in would overrule its buttons within seconds).
+const ARMED_EXAMPLES = ['Dashboard.json'];
+const WRITING_TYPES = ['localbattery-control', 'localbattery-write'];
+const DASHBOARD = '@flowfuse/node-red-dashboard';
+const DASHBOARD_PATH = '/dashboard/battery';
 
 function freePort(preferred) {
   return new Promise((resolve) => {
@@ -39,27 +46,44 @@ function demoFlows(port) {
     for (const node of example) {
       if (node.type === 'localbattery-device') continue;
       const copy = { ...node, z: tab.id };
-      // The demo talks to the simulator only: armed, as the example's comment tells the user to do for a real device.
-      delete copy.d;
       if ('device' in copy) copy.device = device.id;
+      if (WRITING_TYPES.includes(copy.type)) {
+        if (ARMED_EXAMPLES.includes(file)) delete copy.d;
+        else copy.d = true;
+      }
       flows.push(copy);
     }
   }
   return flows;
 }
 
+/**
+ * The demo's user directory gets this package (linked from the working tree) and the dashboard from the registry,
+ * as a user's ~/.node-red would. npm runs only when the dashboard is missing or not the wanted version.
+ */
+function installDemoModules() {
+  const dashboardVersion = pkg.devDependencies[DASHBOARD];
+  const manifest = { name: 'local-battery-demo', private: true, dependencies: { [pkg.name]: 'file:..', [DASHBOARD]: dashboardVersion } };
+  const manifestFile = path.join(userDir, 'package.json');
+  const installed = path.join(userDir, 'node_modules', DASHBOARD, 'package.json');
+  const current = fs.existsSync(manifestFile) && fs.readFileSync(manifestFile, 'utf8') === JSON.stringify(manifest, null, 2);
+  if (current && fs.existsSync(installed) && fs.existsSync(path.join(userDir, 'node_modules', pkg.name))) return;
+  fs.mkdirSync(userDir, { recursive: true });
+  fs.writeFileSync(manifestFile, JSON.stringify(manifest, null, 2));
+  console.log(`Installing ${DASHBOARD}@${dashboardVersion} into ${userDir} (first start only)…`);
+  const npm = process.platform === 'win32' ? 'npm.cmd' : 'npm';
+  const result = spawnSync(npm, ['install', '--no-audit', '--no-fund', '--no-package-lock', '--omit=dev'], { cwd: userDir, stdio: 'inherit' });
+  if (result.status !== 0) throw new Error(`npm install in ${userDir} failed (exit ${result.status})`);
+}
+
 async function main() {
   const simPort = await freePort(18080);
   const uiPort = await freePort(1880);
-  // Idle at start (mode 5), so the zero feed-in flow has something to do: it switches to real-time control.
-  const simulator = new DeviceSimulator({ host: '127.0.0.1', port: simPort, udpPort: null, password: DEMO_PASSWORD, namespace: 'Indevolt', timeScale: 30, workingMode: 5 });
+  // Self-consumption at start: the battery follows the house until a dashboard button takes over.
+  const simulator = new DeviceSimulator({ host: '127.0.0.1', port: simPort, udpPort: null, password: DEMO_PASSWORD, namespace: 'Indevolt', timeScale: 30 });
   await simulator.start();
 
-  fs.mkdirSync(path.join(userDir, 'node_modules', ...pkg.name.split('/').slice(0, -1)), { recursive: true });
-  const link = path.join(userDir, 'node_modules', pkg.name);
-  fs.rmSync(link, { recursive: true, force: true });
-  fs.symlinkSync(root, link, 'dir');
-  fs.writeFileSync(path.join(userDir, 'package.json'), JSON.stringify({ name: 'local-battery-demo', private: true, dependencies: { [pkg.name]: 'file:..' } }, null, 2));
+  installDemoModules();
   fs.writeFileSync(path.join(userDir, 'flows.json'), JSON.stringify(demoFlows(simPort), null, 2));
   // The demo keeps its credentials unencrypted: it is a throwaway user directory on loopback.
   fs.writeFileSync(path.join(userDir, 'flows_cred.json'), JSON.stringify({ 'demo-device': { password: DEMO_PASSWORD } }));
@@ -84,7 +108,8 @@ async function main() {
     process.stdout.write(chunk);
     if (!announced && /Started flows/.test(chunk.toString())) {
       announced = true;
-      console.log(`\n  Demo ready. Open the editor: http://127.0.0.1:${uiPort}/`);
+      console.log(`\n  Demo ready. Open the editor:    http://127.0.0.1:${uiPort}/`);
+      console.log(`  and the dashboard:             http://127.0.0.1:${uiPort}${DASHBOARD_PATH}`);
       console.log(`  Simulated battery at http://127.0.0.1:${simPort} (user opend). Ctrl-C stops both.\n`);
     }
   });

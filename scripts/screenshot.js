@@ -1,6 +1,6 @@
 #!/usr/bin/env node
-// Takes docs/editor.png: the demo in a real browser (Debian's chromium, driven by playwright-core).
-// Usage: start the demo (`npm start`), then `node scripts/screenshot.js [editor URL]`.
+// Takes docs/editor.png, docs/read-picker.png and docs/dashboard.png: the demo in a real browser (Debian's chromium,
+// driven by playwright-core). Usage: start the demo (`npm start`), then `node scripts/screenshot.js [editor URL]`.
 const path = require('path');
 const { chromium } = require('playwright-core');
 
@@ -30,7 +30,13 @@ async function main() {
     await page.waitForSelector('.red-ui-tray', { timeout: 10000 });
     await page.waitForTimeout(1500);
     await page.screenshot({ path: path.join(docs, 'read-picker.png') });
-    console.log(`wrote ${docs}/editor.png and read-picker.png`);
+    // The dashboard page of the Dashboard example, once its chart has a minute of points.
+    const dashboard = await browser.newPage({ viewport: { width: 1280, height: 860 } });
+    await dashboard.goto(new URL('dashboard/battery', url).href);
+    await dashboard.getByText('State of charge').waitFor({ timeout: 30000 });
+    await dashboard.waitForTimeout(60000);
+    await dashboard.screenshot({ path: path.join(docs, 'dashboard.png') });
+    console.log(`wrote ${docs}/editor.png, read-picker.png and dashboard.png`);
   } finally {
     await browser.close();
   }

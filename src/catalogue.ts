@@ -5,6 +5,7 @@
  * Runtime validation, the editor pickers, the simulator and the README point table all derive from this file.
  */
 import { ValidationError } from './errors';
+import { homeAssistantSensor, type HomeAssistantSensor } from './home-assistant';
 
 export type ReadType = 'string' | 'num' | 'float' | 'enum';
 export type WriteType = 'enum' | 'uint' | 'int';
@@ -545,13 +546,13 @@ export function validateWrite(point: WritePoint, values: unknown, limits?: Write
 
 /** The catalogue as plain JSON, for the editor and documentation; `powerLimit` is POWER_LIMIT for the device settings. */
 export function catalogueJson(): {
-  read: ReadPoint[];
+  read: (ReadPoint & { homeAssistant?: HomeAssistantSensor })[];
   write: (WritePoint & { allowed: string })[];
   maxAddressesPerRead: number;
   powerLimit: typeof POWER_LIMIT;
 } {
   return {
-    read: READ_POINTS.map((p) => ({ ...p })),
+    read: READ_POINTS.map((p) => ({ ...p, homeAssistant: homeAssistantSensor(p) })),
     write: WRITE_POINTS.map((p) => ({ ...p, allowed: describeAllowed(p) })),
     maxAddressesPerRead: MAX_ADDRESSES_PER_READ,
     powerLimit: { ...POWER_LIMIT },

@@ -1,5 +1,6 @@
 /** The core: everything here works without Node-RED. */
 export * from './catalogue';
+export * from './home-assistant';
 export * from './errors';
 export * from './client';
 export * from './scheduler';

@@ -9,20 +9,17 @@
  * Without chromium the test is skipped, except on CI (env CI set), where it fails.
  */
 import fs from 'node:fs';
-import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import should from 'should';
-import { chromium, type Browser, type Page } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
 import { DeviceSimulator } from '../src/simulator';
 import { READ_POINTS, WRITE_POINTS, describeAllowed, pointByName, type WritePoint } from '../src/catalogue';
 import { text } from './node-support';
+import { launchChromium, requireChromium, startNodeRed, stopChild } from './node-red-process';
 
 const ROOT = path.resolve(__dirname, '..', '..');
-const PKG = JSON.parse(fs.readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as { name: string };
-const CHROMIUM = process.env.CHROMIUM_PATH || '/usr/bin/chromium';
-const CHROMIUM_ARGS = ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'];
 const PASSWORD = 'e2e-secret-1';
 const DEVICE_TYPE = 'SIM-E2E-7';
 const SERIAL = 'E2E0000000004242';
@@ -60,17 +57,6 @@ function writePoint(name: string): WritePoint {
   return point;
 }
 
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = net.createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as net.AddressInfo;
-      server.close(() => resolve(port));
-    });
-  });
-}
-
 function flows(simulatorPort: number): Record<string, unknown>[] {
   const at = (x: number, y: number) => ({ z: ID.tab, x, y, wires: [] as unknown[] });
   return [
@@ -83,63 +69,6 @@ function flows(simulatorPort: number): Record<string, unknown>[] {
     { id: ID.info, type: 'localbattery-info', name: '', device: ID.device, ...at(200, 400), wires: [[]] },
     { id: ID.password, type: 'localbattery-password', name: '', device: ID.device, source: 'payload', ...at(200, 480), wires: [[]] },
   ];
-}
-
-/** Node-RED as a child process on a free loopback port, with this package linked into a temporary user directory. */
-async function startNodeRed(userDir: string, simulatorPort: number, log: string[]): Promise<{ child: ChildProcess; url: string }> {
-  const port = await freePort();
-  const link = path.join(userDir, 'node_modules', ...PKG.name.split('/'));
-  fs.mkdirSync(path.dirname(link), { recursive: true });
-  fs.symlinkSync(ROOT, link, 'dir');
-  fs.writeFileSync(path.join(userDir, 'package.json'), JSON.stringify({ name: 'local-battery-editor-test', private: true, dependencies: { [PKG.name]: '*' } }));
-  fs.writeFileSync(path.join(userDir, 'flows.json'), JSON.stringify(flows(simulatorPort)));
-  // credentialSecret false: the credentials file is plain JSON.
-  fs.writeFileSync(path.join(userDir, 'flows_cred.json'), JSON.stringify({ [ID.device]: { password: PASSWORD } }));
-  const settings = {
-    uiHost: '127.0.0.1',
-    uiPort: port,
-    // Absolute: a relative flow file is looked for in the working directory first (the repository root here).
-    flowFile: path.join(userDir, 'flows.json'),
-    credentialSecret: false,
-    telemetry: { enabled: false },
-    editorTheme: { tours: false, projects: { enabled: false } },
-    // Without it the editor fetches the online node catalogue when it loads.
-    externalModules: { autoInstall: false, palette: { allowInstall: false } },
-    logging: { console: { level: 'info' } },
-  };
-  fs.writeFileSync(path.join(userDir, 'settings.js'), `module.exports = ${JSON.stringify(settings, null, 2)};\n`);
-
-  const child = spawn(
-    process.execPath,
-    [require.resolve('node-red/red.js'), '--userDir', userDir, '--settings', path.join(userDir, 'settings.js'), '-D', 'telemetry.enabled=false', '-D', 'editorTheme.tours=false'],
-    { stdio: ['ignore', 'pipe', 'pipe'] },
-  );
-  await new Promise<void>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`Node-RED did not start within 30 s:\n${log.join('')}`)), 30000);
-    const onData = (chunk: Buffer) => {
-      log.push(chunk.toString());
-      if (/Started flows/.test(chunk.toString())) {
-        clearTimeout(timer);
-        resolve();
-      }
-    };
-    child.stdout!.on('data', onData);
-    child.stderr!.on('data', (chunk: Buffer) => log.push(chunk.toString()));
-    child.once('exit', (code) => {
-      clearTimeout(timer);
-      reject(new Error(`Node-RED exited with ${code}:\n${log.join('')}`));
-    });
-  });
-  return { child, url: `http://127.0.0.1:${port}/` };
-}
-
-async function stopChild(child: ChildProcess | undefined): Promise<void> {
-  if (!child || child.exitCode !== null || child.signalCode !== null) return;
-  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-  child.kill('SIGINT');
-  const timer = setTimeout(() => child.kill('SIGKILL'), 5000);
-  await exited;
-  clearTimeout(timer);
 }
 
 describe('editor in a real browser (chromium)', function () {
@@ -156,27 +85,15 @@ describe('editor in a real browser (chromium)', function () {
   const blocked: string[] = [];
 
   before(async function () {
-    if (!fs.existsSync(CHROMIUM)) {
-      const message = `no Chromium at ${CHROMIUM}: install it with \`apt-get install -y chromium\` (or set CHROMIUM_PATH)`;
-      if (process.env.CI) throw new Error(`${message}: CI must provide it, see .ci/run`);
-      console.log(`      skipped: ${message}`);
-      this.skip();
-    }
+    requireChromium(this);
     simulator = new DeviceSimulator({ port: 0, udpPort: null, password: PASSWORD, type: DEVICE_TYPE, serialNumber: SERIAL, firmware: FIRMWARE });
     await simulator.start();
     userDir = fs.mkdtempSync(path.join(os.tmpdir(), 'localbattery-editor-'));
-    const started = await startNodeRed(userDir, simulator.port, redLog);
+    const started = await startNodeRed(userDir, flows(simulator.port), { [ID.device]: { password: PASSWORD } }, redLog);
     red = started.child;
 
-    browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: CHROMIUM_ARGS });
-    const context = await browser.newContext({ locale: 'en-US', viewport: { width: 1400, height: 900 } });
-    // Loopback only: anything else is refused and reported.
-    await context.route('**/*', (route) => {
-      const url = new URL(route.request().url());
-      if (url.hostname === '127.0.0.1') return route.continue();
-      blocked.push(url.href);
-      return route.abort();
-    });
+    let context;
+    ({ browser, context } = await launchChromium({ width: 1400, height: 900 }, blocked));
     page = await context.newPage();
     page.on('pageerror', (error) => pageErrors.push(`${error.message}\n${error.stack ?? ''}`));
     page.on('console', (message) => {

@@ -15,13 +15,23 @@ import controlNode = require('../nodes/localbattery-control');
 import infoNode = require('../nodes/localbattery-info');
 import discoverNode = require('../nodes/localbattery-discover');
 import passwordNode = require('../nodes/localbattery-password');
+import { startBroker, type TestBroker } from './mqtt-broker';
+import { DISCOVERY_TOPIC, checkSensorSemantics } from './home-assistant-schema';
 
 const core = (file: string) => require(require.resolve(`@node-red/nodes/core/${file}`));
-const CORE_NODES = ['common/20-inject.js', 'common/90-comment.js', 'function/10-function.js', 'function/89-delay.js'].map(core);
+const CORE_NODES = ['common/20-inject.js', 'common/90-comment.js', 'function/10-function.js', 'function/89-delay.js', 'function/10-switch.js'].map(core);
+const MQTT_NODES = core('network/10-mqtt.js');
 const OUR_NODES = [deviceNode, readNode, writeNode, controlNode, infoNode, discoverNode, passwordNode];
-const CORE_TYPES = ['comment', 'inject', 'debug', 'function', 'delay', 'change', 'switch', 'mqtt out'];
+const CORE_TYPES = ['comment', 'inject', 'debug', 'function', 'delay', 'change', 'switch', 'mqtt out', 'mqtt in', 'mqtt-broker'];
 
 const EXAMPLES = path.join(__dirname, '..', '..', 'examples');
+/** Node types of the other modules the examples may use, by the module's package.json. */
+const MODULE_TYPES = new Map<string, string>(
+  ['@flowfuse/node-red-dashboard'].flatMap((module) =>
+    Object.keys(require(`${module}/package.json`)['node-red'].nodes).map((type): [string, string] => [type, module]),
+  ),
+);
+const moduleOfType = (type: string) => MODULE_TYPES.get(type) ?? 'no module';
 type FlowNode = Record<string, any>;
 
 function example(name: string): FlowNode[] {
@@ -37,6 +47,9 @@ const isWriteOperation = (operation: string) => /\.SetData$|^User\.SetConfig$/.t
  * The example pointed at the simulator, debug nodes replaced by helper nodes; `armed`: its disabled nodes enabled,
  * as the user does following the comment.
  */
+/** Examples that need more than Node-RED's core nodes and ours. */
+const NEEDS_MORE = ['Dashboard.json', 'Home Assistant (MQTT discovery).json'];
+
 function prepared(name: string, simulator: DeviceSimulator, devicePassword = PASSWORD, armed = true) {
   // Import puts the nodes on a tab, as the editor's Import does.
   const flow: FlowNode[] = example(name).map((node): FlowNode => {
@@ -86,7 +99,7 @@ describe('examples', function () {
     await simulator?.stop();
   });
 
-  it('each starts with a comment, uses only core nodes beside ours, and ships a config node without secrets', () => {
+  it('each starts with a comment, uses only core nodes beside ours or names the module, and ships a config node without secrets', () => {
     const files = fs.readdirSync(EXAMPLES).filter((file) => file.endsWith('.json'));
     files.length.should.be.aboveOrEqual(6);
     const used = new Set<string>();
@@ -94,9 +107,12 @@ describe('examples', function () {
       const flow: FlowNode[] = JSON.parse(fs.readFileSync(path.join(EXAMPLES, file), 'utf8'));
       flow[0].type.should.equal('comment', `${file} starts with a comment`);
       flow[0].info.should.match(/Change:|Enter|change/);
+      // Other modules' nodes only with a global-config naming the module, so that Node-RED offers to install it.
+      const modules = Object.keys(flow.find((node) => node.type === 'global-config')?.modules ?? {});
       for (const node of flow) {
         used.add(node.type);
-        (node.type.startsWith('localbattery-') || CORE_TYPES.includes(node.type)).should.be.true(`${file}: ${node.type}`);
+        const known = node.type.startsWith('localbattery-') || CORE_TYPES.includes(node.type) || node.type === 'global-config';
+        (known || modules.includes(moduleOfType(node.type))).should.be.true(`${file}: ${node.type}`);
         should.not.exist(node.credentials);
       }
       JSON.stringify(flow).should.not.match(/password"\s*:\s*"[^"]/);
@@ -254,7 +270,9 @@ describe('examples', function () {
       }
     });
 
-    for (const file of files) {
+    // The Dashboard and Home Assistant examples need the dashboard's widgets or a broker: their own tests below
+    // check them inert as imported, with the widgets replaced and against a broker.
+    for (const file of files.filter((name) => !NEEDS_MORE.includes(name))) {
       const name = file.replace(/\.json$/, '');
       it(`${name}: nothing reaches the device that changes it, even with every inject clicked`, async function () {
         simulator = await startSimulator({ udpPort: 0 });
@@ -274,5 +292,197 @@ describe('examples', function () {
         simulator.password.should.equal(PASSWORD);
       });
     }
+  });
+});
+
+describe('Home Assistant (MQTT discovery) example', function () {
+  this.timeout(40000);
+  const NAME = 'Home Assistant (MQTT discovery)';
+  let simulator: DeviceSimulator;
+  let broker: TestBroker;
+
+  afterEach(async () => {
+    await helper.unload();
+    await broker?.stop();
+    await simulator?.stop();
+  });
+
+  /** The example against the simulator and the test's broker; `armed` enables the nodes that write. */
+  async function run(armed: boolean) {
+    simulator = await startSimulator();
+    broker = await startBroker();
+    const { flow, credentials } = prepared(NAME, simulator, PASSWORD, armed);
+    for (const node of flow) {
+      if (node.type === 'mqtt-broker') Object.assign(node, { broker: '127.0.0.1', port: broker.port });
+      // Every 2 s instead of 10 s: a shorter test.
+      if (node.type === 'localbattery-read') node.interval = 2;
+    }
+    await helper.load([...OUR_NODES, ...CORE_NODES, MQTT_NODES], flow, credentials);
+    const reader = flow.find((n) => n.type === 'localbattery-read')!;
+    const serial = String(simulator.value(0));
+    const configs = () => broker.published.filter((p) => p.topic.startsWith('homeassistant/') && p.topic.endsWith('/config'));
+    await until(() => configs().length >= reader.points.length + 1, 20000, 'discovery configs');
+    await until(() => broker.subscriptions.includes('localbattery/+/control/set'), 10000, 'the control subscription');
+    return { flow, reader, serial, configs };
+  }
+
+  it('announces one device with a sensor per point, valid for Home Assistant, and publishes their states', async () => {
+    const { reader, serial, configs } = await run(false);
+    const nodeId = `localbattery_${serial}`;
+    const announced = configs();
+    announced.length.should.equal(reader.points.length + 1, 'one config per point and one for the control select');
+    const uniqueIds = new Set<string>();
+    const sensors = new Map<string, FlowNode>();
+    for (const { topic, payload, retain } of announced) {
+      retain.should.be.true(`${topic} is retained`);
+      const match = DISCOVERY_TOPIC.exec(topic);
+      should.exist(match, `${topic} has the discovery form`);
+      const [, prefix, component, node, object] = match!;
+      prefix.should.equal('homeassistant');
+      node.should.equal(nodeId);
+      const config = JSON.parse(payload);
+      config.should.have.properties(['name', 'unique_id', 'device', 'origin']);
+      config.unique_id.should.equal(`${nodeId}_${object}`);
+      uniqueIds.has(config.unique_id).should.be.false(`${config.unique_id} is unique`);
+      uniqueIds.add(config.unique_id);
+      // One device, known by the serial number and model from the device info.
+      config.device.should.eql({ identifiers: [nodeId], name: 'Home battery', model: 'SIM-5120', serial_number: serial, sw_version: config.device.sw_version });
+      config.device.sw_version.should.be.a.String().and.not.be.empty();
+      config.origin.name.should.be.a.String();
+      if (component === 'sensor') {
+        config.state_topic.should.equal(`localbattery/${serial}/state`);
+        config.value_template.should.equal(`{{ value_json.${object} }}`);
+        config.name.should.equal(pointByName(object)!.label);
+        checkSensorSemantics(object, config);
+        sensors.set(object, config);
+      } else {
+        component.should.equal('select');
+        config.command_topic.should.equal(`localbattery/${serial}/control/set`);
+        config.options.should.eql(['Charge', 'Discharge', 'Standby', 'Self-consumption']);
+      }
+    }
+    [...sensors.keys()].sort().should.eql([...reader.points].sort());
+    sensors.get('batterySoc')!.should.have.properties({ device_class: 'battery', state_class: 'measurement', unit_of_measurement: '%' });
+    sensors.get('batteryPower')!.should.have.properties({ device_class: 'power', state_class: 'measurement', unit_of_measurement: 'W' });
+    sensors.get('batteryChargeEnergyTotal')!.should.have.properties({ device_class: 'energy', state_class: 'total_increasing', unit_of_measurement: 'kWh' });
+    sensors.get('workingMode')!.should.have.properties({ device_class: 'enum' });
+
+    // States: one JSON object per poll with every point the templates name; enum states among the options.
+    const stateOf = () => broker.published.filter((p) => p.topic === `localbattery/${serial}/state`);
+    await until(() => stateOf().length >= 1, 10000, 'a state message');
+    const state = JSON.parse(stateOf()[0].payload);
+    Object.keys(state).sort().should.eql([...reader.points].sort());
+    state.batterySoc.should.be.within(simulator.soc - 1, simulator.soc + 1);
+    state.batteryPower.should.be.a.Number();
+    for (const [name, config] of sensors) {
+      if (config.device_class === 'enum') config.options.should.containEql(state[name]);
+      else should(typeof state[name]).equal('number', name);
+    }
+
+    // Home Assistant restarting asks for the configs again.
+    const before = configs().length;
+    await broker.publish('homeassistant/status', 'online');
+    await until(() => configs().length >= before * 2, 10000, 'discovery again after homeassistant/status online');
+    simulator.stats.violations.should.be.empty();
+  });
+
+  it('does not touch the battery until armed', async () => {
+    const { serial } = await run(false);
+    const startMode = simulator.workingMode;
+    await broker.publish(`localbattery/${serial}/control/set`, 'Charge');
+    // Nothing to wait for when nothing happens: give a command the time it takes when armed.
+    await new Promise((resolve) => setTimeout(resolve, 3000));
+    simulator.workingMode.should.equal(startMode);
+    (simulator.stats.byOperation['Vendor.SetData'] ?? 0).should.equal(0);
+  });
+
+  it('once armed, takes Charge and Self-consumption from the Home Assistant select', async () => {
+    const { serial } = await run(true);
+    await broker.publish(`localbattery/${serial}/control/set`, 'Charge');
+    await until(() => simulator.workingMode === 4 && simulator.controlState === 1, 15000, 'the simulator charging');
+    simulator.control.should.containEql({ state: 1, power: 800, soc: 100 });
+    await until(() => simulator.batteryPower < 0, 10000, 'negative battery power (charging)');
+    await broker.publish(`localbattery/${serial}/control/set`, 'Self-consumption');
+    await until(() => simulator.workingMode === 1, 15000, 'working mode 1 again');
+    simulator.stats.violations.should.be.empty();
+  });
+});
+
+describe('Dashboard example', function () {
+  this.timeout(40000);
+  let simulator: DeviceSimulator;
+
+  afterEach(async () => {
+    await helper.unload();
+    await simulator?.stop();
+  });
+
+  /**
+   * The example with each dashboard widget replaced by a helper node (same id and wires, named "type: label"), so
+   * the test sees what a widget would show and sends what it would send; the dashboard's config nodes go. `armed`
+   * enables the nodes that write. The real dashboard runs in test/dashboard.test.ts.
+   */
+  async function run(armed: boolean) {
+    simulator = await startSimulator();
+    const { flow, credentials } = prepared('Dashboard', simulator, PASSWORD, armed);
+    const nodes = flow
+      .filter((node) => node.type !== 'global-config' && !['ui-base', 'ui-theme', 'ui-page', 'ui-group'].includes(node.type))
+      .map((node): FlowNode => {
+        if (!node.type.startsWith('ui-')) return node;
+        return { id: node.id, z: 'tab', type: 'helper', name: `${node.type}: ${node.label ?? node.title}`, wires: node.wires ?? [] };
+      });
+    await helper.load([...OUR_NODES, ...CORE_NODES], nodes, credentials);
+    return (name: string) => helper.getNode(idOf(nodes, (n) => n.type === 'helper' && n.name === name));
+  }
+
+  const first = (widget: { once: (event: string, listener: (msg: FlowNode) => void) => void }) =>
+    new Promise<FlowNode>((resolve) => widget.once('input', resolve));
+
+  it('shows the live points, the energy of today and the settings in its widgets; its controls are inert as imported', async () => {
+    const widget = await run(false);
+    // The first polls come 100 ms after deploy: listening now is in time.
+    const gauge = first(widget('ui-gauge: State of charge'));
+    const battery = first(widget('ui-text: Battery'));
+    const modeText = first(widget('ui-text: Working mode'));
+    const modeControl = first(widget('ui-dropdown: Working mode'));
+    const gridCharging = first(widget('ui-switch: Grid charging'));
+    const today = first(widget('ui-text: Solar today'));
+    const chart: FlowNode[] = [];
+    widget('ui-chart: Power (W), last hour').on('input', (msg: FlowNode) => chart.push(msg));
+
+    (await gauge).payload.should.be.within(simulator.soc - 1, simulator.soc + 1);
+    (await battery).payload.should.match(/^(charging \d+ W|discharging \d+ W|idle)$/);
+    (await modeText).payload.should.equal('Self-consumed Prioritized');
+    (await modeControl).payload.should.equal(1);
+    (await gridCharging).payload.should.equal(simulator.value(pointByName('gridCharging')!.address) === 1001 ? 1 : 0);
+    (await today).payload.should.match(/^\d+\.\d kWh$/);
+    await until(() => chart.length >= 4, 10000, 'four chart series');
+    chart.slice(0, 4).map((msg) => msg.topic).should.eql(['Battery', 'Solar', 'Grid', 'AC output']);
+    chart.slice(0, 4).forEach((msg) => should(msg.payload).be.a.Number());
+
+    // Not armed: a press of Charge reaches no device (the time it takes when armed, then nothing was written).
+    widget('ui-button: Charge').send({ topic: 'state', payload: 'charge' });
+    await new Promise((resolve) => setTimeout(resolve, 2500));
+    simulator.workingMode.should.equal(1);
+    should(simulator.stats.byOperation['Vendor.SetData'] ?? 0).equal(0);
+  });
+
+  it('once armed: Charge at the slider power, a new power while charging, Standby, grid charging, working mode 1', async () => {
+    const widget = await run(true);
+    widget('ui-slider: Power (W)').send({ topic: 'power', payload: 1200 });
+    widget('ui-button: Charge').send({ topic: 'state', payload: 'charge' });
+    await until(() => simulator.workingMode === 4 && simulator.controlState === 1, 15000, 'the simulator charging');
+    simulator.control.should.containEql({ state: 1, power: 1200, soc: 100 });
+    widget('ui-slider: Power (W)').send({ topic: 'power', payload: 600 });
+    await until(() => simulator.controlPower === 600, 10000, 'the new power applied while charging');
+    widget('ui-button: Standby').send({ topic: 'state', payload: 'standby' });
+    await until(() => simulator.controlState === 0, 10000, 'standby');
+
+    widget('ui-switch: Grid charging').send({ topic: 'gridCharging', payload: 1 });
+    await until(() => simulator.value(pointByName('gridCharging')!.address) === 1001, 10000, 'grid charging on');
+    // Handing control back: working mode 1 from the drop-down.
+    widget('ui-dropdown: Working mode').send({ topic: 'workingMode', payload: 1 });
+    await until(() => simulator.workingMode === 1, 10000, 'working mode 1');
+    simulator.stats.violations.should.be.empty();
   });
 });

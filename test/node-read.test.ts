@@ -84,9 +84,20 @@ describe('localbattery-read node', function () {
     const withUnits = names.filter((name) => readPointByAddress(addressOf(name))!.unit);
     should(Object.keys(msg.units)).eql(withUnits);
     for (const name of withUnits) should(msg.units[name]).equal(readPointByAddress(addressOf(name))!.unit);
+    // Home Assistant's sensor semantics ride along where they apply (none for a serial number).
+    const homeAssistant: Record<string, unknown> = {
+      batterySoc: { device_class: 'battery', unit_of_measurement: '%', state_class: 'measurement' },
+      batteryPower: { device_class: 'power', unit_of_measurement: 'W', state_class: 'measurement' },
+      workingMode: { device_class: 'enum', options: ['Outdoor Portable', 'Self-consumed Prioritized', 'Real-time Control', 'Charge/Discharge Schedule'] },
+      ratedCapacity: { device_class: 'energy_storage', unit_of_measurement: 'kWh' },
+      gridVoltage: { device_class: 'voltage', unit_of_measurement: 'V', state_class: 'measurement' },
+    };
     for (const name of names) {
       const point = readPointByAddress(addressOf(name))!;
-      should(msg.metadata[name]).eql({ address: point.address, label: point.label, ...(point.unit ? { unit: point.unit } : {}), category: point.category });
+      should(msg.metadata[name]).eql({
+        address: point.address, label: point.label, ...(point.unit ? { unit: point.unit } : {}), category: point.category,
+        ...(homeAssistant[name] ? { homeAssistant: homeAssistant[name] } : {}),
+      });
     }
     should(msg.missing).eql([]);
     should(simulator.stats.byOperation['Vendor.GetData']).equal(1);

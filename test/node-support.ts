@@ -78,9 +78,9 @@ export function nextInput<T = any>(node: Listening, ms = 8000): Promise<T> {
 }
 
 /** Resolves once `check` holds, polling every 10 ms; rejects after `ms`. */
-export async function until(check: () => boolean, ms = 5000, what = 'condition'): Promise<void> {
+export async function until(check: () => boolean | Promise<boolean>, ms = 5000, what = 'condition'): Promise<void> {
   const end = Date.now() + ms;
-  while (!check()) {
+  while (!(await check())) {
     if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
     await new Promise((resolve) => setTimeout(resolve, 10));
   }

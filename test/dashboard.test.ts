@@ -1,0 +1,110 @@
+/**
+ * The Dashboard example in a real browser: Node-RED with FlowFuse Dashboard 2 runs the example (armed, as the demo
+ * does) against the simulator; Debian's chromium opens the dashboard page, which must show the simulator's state of
+ * charge and power, and whose Charge button must set the simulator charging.
+ * Without chromium the test is skipped, except on CI (env CI set), where it fails.
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import should from 'should';
+import { DeviceSimulator } from '../src/simulator';
+import { until } from './node-support';
+import { requireChromium, startBrowserRun, stopBrowserRun, type BrowserRun } from './node-red-process';
+
+const PASSWORD = 'dash-secret-1';
+const EXAMPLE = path.resolve(__dirname, '..', '..', 'examples', 'Dashboard.json');
+const TAB = 'dashtab000000001';
+
+/** The example as the demo deploys it: on a tab, pointed at the simulator, its writing nodes enabled. */
+function armedExample(simulatorPort: number): Record<string, unknown>[] {
+  const example: Record<string, any>[] = JSON.parse(fs.readFileSync(EXAMPLE, 'utf8'));
+  const flow = example.map((node) => {
+    const copy = { ...node };
+    delete copy.d;
+    if (copy.type === 'localbattery-device') Object.assign(copy, { host: '127.0.0.1', port: simulatorPort, timeout: 5000 });
+    // Flow nodes have a position; config nodes (device, dashboard base, theme, page, groups) have none.
+    else if ('x' in copy) copy.z = TAB;
+    return copy;
+  });
+  return [{ id: TAB, type: 'tab', label: 'Dashboard' }, ...flow];
+}
+
+describe('Dashboard example in a real browser (chromium)', function () {
+  this.timeout(90000);
+  let simulator: DeviceSimulator | undefined;
+  let run: BrowserRun | undefined;
+
+  before(async function () {
+    requireChromium(this);
+    simulator = new DeviceSimulator({ port: 0, udpPort: null, password: PASSWORD });
+    await simulator.start();
+    const flow = armedExample(simulator.port);
+    const device = flow.find((node) => node.type === 'localbattery-device')!;
+    run = await startBrowserRun(flow, { [device.id as string]: { password: PASSWORD } }, { width: 1280, height: 900 }, ['@flowfuse/node-red-dashboard']);
+    await run.page.goto(`${run.url}dashboard/battery`);
+  });
+
+  afterEach(function () {
+    if (this.currentTest?.state === 'failed' && run) {
+      console.log(`--- Node-RED log ---\n${run.redLog.join('').slice(-4000)}`);
+      if (run.pageErrors.length) console.log(`--- page errors ---\n${run.pageErrors.join('\n')}`);
+    }
+  });
+
+  after(async () => {
+    await stopBrowserRun(run);
+    await simulator?.stop().catch(() => undefined);
+  });
+
+  /** The value shown in the row of a text widget, e.g. "charging 420 W" for "Battery". */
+  async function shown(label: string): Promise<string> {
+    const row = run!.page.locator('.nrdb-ui-text', { has: run!.page.getByText(label, { exact: true }) }).first();
+    return (await row.locator('.nrdb-ui-text-value').textContent({ timeout: 20000 }))?.trim() ?? '';
+  }
+
+  /** Battery power as the page shows it, in the sign of point 6000 (negative: charging). */
+  async function shownBatteryPower(): Promise<number | undefined> {
+    const match = /^(charging|discharging) (\d+) W$|^idle$/.exec(await shown('Battery'));
+    if (!match) return undefined;
+    if (!match[1]) return 0;
+    return match[1] === 'charging' ? -Number(match[2]) : Number(match[2]);
+  }
+
+  it("shows the simulator's state of charge and power", async () => {
+    await run!.page.getByText('State of charge').waitFor({ timeout: 30000 });
+    // The gauge and the rows fill at the first poll; values move a little between polls, so compare with tolerance.
+    await until(async () => {
+      const soc = /(\d+)\s*%/.exec((await run!.page.locator('.nrdb-ui-gauge').first().textContent()) ?? '');
+      return !!soc && Math.abs(Number(soc[1]) - simulator!.soc) <= 1;
+    }, 30000, 'the gauge to show the simulator SOC');
+    await until(async () => {
+      const power = await shownBatteryPower();
+      return power !== undefined && Math.abs(power - simulator!.batteryPower) <= 60;
+    }, 20000, `battery power near the simulator's ${simulator!.batteryPower} W`);
+    await until(async () => {
+      const solar = /^(\d+) W$/.exec(await shown('Solar'));
+      return !!solar && Math.abs(Number(solar[1]) - simulator!.pvPower) <= 60;
+    }, 20000, `solar power near the simulator's ${simulator!.pvPower} W`);
+    (await shown('Working mode')).should.equal('Self-consumed Prioritized');
+    (await shown('Solar today')).should.match(/^\d+\.\d kWh$/);
+  });
+
+  it('sets the simulator charging with the Charge button, and back to standby', async () => {
+    simulator!.workingMode.should.equal(1);
+    await run!.page.getByRole('button', { name: 'Charge', exact: true }).click();
+    await until(() => simulator!.workingMode === 4 && simulator!.controlState === 1, 15000, 'the simulator charging');
+    simulator!.control.should.containEql({ state: 1, power: 800, soc: 100 });
+    // And the page follows: the next polls show the battery charging and the new working mode.
+    await until(async () => ((await shownBatteryPower()) ?? 0) < 0, 20000, 'the page to show the battery charging');
+    await until(async () => (await shown('Working mode')) === 'Real-time Control', 10000, 'the page to show real-time control');
+
+    await run!.page.getByRole('button', { name: 'Standby', exact: true }).click();
+    await until(() => simulator!.controlState === 0, 15000, 'the simulator in standby');
+    simulator!.stats.violations.should.be.empty();
+  });
+
+  it('ran without page errors and fetched nothing from outside 127.0.0.1', () => {
+    should(run!.pageErrors).be.empty();
+    should(run!.blocked).be.empty();
+  });
+});
