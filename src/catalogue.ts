@@ -316,7 +316,7 @@ export const READ_POINTS: readonly ReadPoint[] = [
   ...beyondSpec('Real-time control read-back (beyond spec)', 'num', [
     {
       address: 6107, name: 'controlStateReadback', label: 'Real-time control state (read-back)', models: ['1600'], source: SOURCE_HA_GEN1,
-      note: 'Encoding not published; a 1600-class device reported 1000.',
+      note: "The maker's table (PG series) gives 0 standby, 1 charge, 2 discharge; a 1600-class device reported 1000.",
     },
     { address: 6108, name: 'controlSocReadback', label: 'Real-time control SOC (read-back)', unit: '%', models: ['1600'], source: SOURCE_HA_GEN1 },
     {
@@ -348,6 +348,15 @@ export const READ_POINTS: readonly ReadPoint[] = [
     ]),
   ]),
   ...beyondSpec('System state (beyond spec)', 'num', [
+    {
+      address: 11006, name: 'systemStatus', label: 'System operating status', type: 'enum', models: ['2000'], source: SOURCE_MAKER_TABLE,
+      enum: [
+        'Powered Off', 'Sleep', 'Starting', 'MPPT Operating', 'Current Limiting', 'Shutting Down', 'INV Fault', 'Standby', 'Grid Charging',
+        'Grid Discharging', 'Off-grid Charging', 'Off-grid Discharging', 'Low Battery Charging (to Backup SOC)', 'Deep Sleep',
+        'Scheduled Full Charge', 'Off-grid Deep Sleep',
+      ].map((label, i) => ({ value: i + 1, label })),
+    },
+    { address: 5000, name: 'homeLoadPower', label: 'Home load power', type: 'float', unit: 'W', models: ['2000'], source: SOURCE_MAKER_TABLE },
     { address: 9405, name: 'systemSoc', label: 'System SOC (all units)', unit: '%', models: ['2000'], source: SOURCE_MAKER_TABLE },
     { address: 11019, name: 'chargeTimeLeft', label: 'Remaining charging time', unit: 'min', models: ['2000'], source: SOURCE_MAKER_TABLE },
     { address: 11020, name: 'dischargeTimeLeft', label: 'Remaining discharging time', unit: 'min', models: ['2000'], source: SOURCE_MAKER_TABLE },

@@ -246,6 +246,9 @@ describe('catalogue', function () {
       should(decodeValue(9143, '2')).equal(2);
       should([9405, 11019, 11020].map((a) => read(a).name)).eql(['systemSoc', 'chargeTimeLeft', 'dischargeTimeLeft']);
       should(read(11019).unit).equal('min');
+      should(read(5000)).match({ name: 'homeLoadPower', type: 'float', unit: 'W' });
+      should(describeValue(11006, 9)).eql({ value: 9, label: 'Grid Charging' });
+      should(describeValue(11006, 16)).eql({ value: 16, label: 'Off-grid Deep Sleep' });
     });
 
     it('shows them in their own picker groups, apart from the specification points', function () {
