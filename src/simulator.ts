@@ -384,6 +384,12 @@ export class DeviceSimulator {
     return this.settingsByName.get('workingMode')!;
   }
 
+  /** The owner changes the working mode in the app: no request of the client's shows it. */
+  changeWorkingMode(mode: number): void {
+    const point = pointByName('workingModeSetting') as WritePoint;
+    this.settingsByName.set('workingMode', validateWriteValue(point, mode, 'workingMode'));
+  }
+
   /** Reported SOC (integer %). */
   get soc(): number {
     this.advance();
