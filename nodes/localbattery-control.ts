@@ -71,8 +71,9 @@ export = function (RED: NodeAPI) {
     async function handle(msg: ControlMessage): Promise<ControlMessage | undefined> {
       if (!controller) throw configError ?? new Error(missing);
       const command = parseControl(msg.payload, controller.settings);
-      if (msg.force !== true) status({ fill: 'blue', shape: 'ring', text: RED._('localbattery-control.status.sending') });
-      const outcome = await controller.run.apply(command, msg.force === true);
+      const outcome = await controller.run.apply(command, msg.force === true, () =>
+        status({ fill: 'blue', shape: 'ring', text: RED._('localbattery-control.status.sending') }),
+      );
       if (outcome.status === 'repeat') {
         status({ fill: 'green', shape: 'ring', text: RED._('localbattery-control.status.skipped', { text: describe(command) }) });
         return def.skipped === 'drop' ? undefined : output(msg, command, outcome);

@@ -281,8 +281,11 @@ export class RealTimeController {
     private readonly onSwitching: () => void = () => undefined,
   ) {}
 
-  /** Sends `command` unless it repeats an acknowledged setpoint within the repeat time (`force`: send anyway). */
-  async apply(command: ControlCommand, force = false): Promise<ControlOutcome> {
+  /**
+   * Sends `command` unless it repeats an acknowledged setpoint within the repeat time (`force`: send anyway);
+   * `onSending` is called when it is decided to send.
+   */
+  async apply(command: ControlCommand, force = false, onSending: () => void = () => undefined): Promise<ControlOutcome> {
     if (!force && this.isRepeat(command)) return { status: 'repeat', modeChanged: false };
     const earlier = this.underWay;
     if (!force && earlier && sameSetpoint(earlier.command, command)) {
@@ -290,6 +293,7 @@ export class RealTimeController {
       await earlier.outcome.catch(() => undefined);
       if (this.isRepeat(command)) return { status: 'repeat', modeChanged: false };
     }
+    onSending();
     const outcome = this.send(command);
     const entry = { command, outcome };
     this.underWay = entry;
@@ -322,13 +326,19 @@ export class RealTimeController {
     return { status: 'written', modeChanged };
   }
 
-  /** The working mode as last read or written, unless older than the re-check time or doubted since. */
+  /**
+   * The working mode as last read or written, unless older than the re-check time or doubted since. An accepted
+   * control write shows real-time control as well: the device refuses it in any other mode.
+   */
   private knownMode(): number | undefined {
     const maxAge = this.settings.modeCheckMs > 0 ? this.settings.modeCheckMs : Infinity;
-    const facts = [this.target.knownValue(WORKING_MODE_READ_ADDRESS, maxAge), this.target.knownValue(REAL_TIME.modeAddress, maxAge)]
-      .filter((fact) => fact !== undefined && fact.at > this.modeDoubtedAt)
-      .sort((a, b) => b!.at - a!.at);
-    return facts[0] === undefined ? undefined : decimalNumber(facts[0].value);
+    const fact = (address: number, mode?: number) => {
+      const known = this.target.knownValue(address, maxAge);
+      return known && known.at > this.modeDoubtedAt ? { mode: mode ?? decimalNumber(known.value), at: known.at } : undefined;
+    };
+    const facts = [fact(WORKING_MODE_READ_ADDRESS), fact(REAL_TIME.modeAddress), fact(REAL_TIME.stateAddress, REAL_TIME.mode)];
+    const newest = facts.reduce((a, b) => (b !== undefined && (a === undefined || b.at > a.at) ? b : a), undefined);
+    return newest?.mode;
   }
 
   /** Writes the real-time control mode unless it is known to be set; true when written. Concurrent calls share one. */

@@ -218,6 +218,15 @@ describe('control logic (src/control.ts)', () => {
       simulator.stats.byOperation.should.eql({ 'Vendor.GetData': 1, 'Vendor.SetData': 1 });
     });
 
+    it('takes an accepted setpoint as proof of the mode, so no re-check write is needed while setpoints go through', async () => {
+      await start(1);
+      const controller = new RealTimeController(client, { ...SETTINGS, repeatMs: 0, modeCheckMs: 1500 });
+      await controller.apply(discharge(900)); // mode write at once, setpoint a second later
+      await new Promise((resolve) => setTimeout(resolve, 1000)); // the mode write is now 2 s old, the setpoint 1 s
+      (await controller.apply(discharge(950))).should.eql({ status: 'written', modeChanged: false });
+      simulator.stats.byOperation.should.eql({ 'Vendor.SetData': 3 });
+    });
+
     it('switches back and sends once more when the mode was changed in the app', async () => {
       await start(1);
       const controller = new RealTimeController(client, SETTINGS);
