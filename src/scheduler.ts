@@ -17,7 +17,7 @@ import { ClientClosedError, QueueFullError } from './errors';
 /** Least margin on top of the minimum interval: arrival times at the device vary by a few ms even on loopback. */
 const BASE_MARGIN_MS = 10;
 /** Margin while too few answers have been timed to know the connection's spread. */
-const PRIOR_MARGIN_MS = 50;
+const PRIOR_MARGIN_MS = 100;
 const MAX_MARGIN_MS = 400;
 /** Margin added for each 503 (a request the device found too early); it decays by 1 ms per answer. */
 const TOO_EARLY_STEP_MS = 25;
@@ -28,12 +28,13 @@ const TOO_EARLY_STEP_MS = 25;
 const KNOWN_AFTER_LAST_CLIENT_MS = 10000;
 /** Answer times kept to estimate the spread of one-way delays. */
 const TIMING_WINDOW = 16;
-const MIN_TIMED_ANSWERS = 4;
+const MIN_TIMED_ANSWERS = 8;
 
 /**
  * How far the next request must be held back beyond the interval so that network jitter cannot bring it to the
  * device too early. The request reaches the device one one-way delay after it leaves; two requests' delays differ
- * by at most the spread of one-way delays, taken as half the spread of answer times (there and back).
+ * by at most the spread of one-way delays. That is bounded by the spread of answer times (there and back), which a
+ * few samples underestimate (with 0 to 50 ms each way, 16 answers span about 80 ms, half of it is too little).
  */
 export class ArrivalMargin {
   private readonly answerTimes: number[] = [];
@@ -52,7 +53,7 @@ export class ArrivalMargin {
 
   get ms(): number {
     const spread =
-      this.answerTimes.length < MIN_TIMED_ANSWERS ? PRIOR_MARGIN_MS : (Math.max(...this.answerTimes) - Math.min(...this.answerTimes)) / 2;
+      this.answerTimes.length < MIN_TIMED_ANSWERS ? PRIOR_MARGIN_MS : Math.max(...this.answerTimes) - Math.min(...this.answerTimes);
     return Math.min(MAX_MARGIN_MS, Math.ceil(BASE_MARGIN_MS + spread + this.tooEarly));
   }
 }
