@@ -35,6 +35,15 @@ const MAX_POLL_SECONDS = 86400;
 const FIRST_POLL_DELAY_MS = 100;
 
 /**
+ * The first moment at or after `time` that is a whole multiple of `stepMs` on the clock. Every node ticks at such
+ * moments, so nodes with the same interval (or one a multiple of the other) poll in the same instant and their reads
+ * merge into one request instead of trailing each other by a few milliseconds.
+ */
+function alignedTime(time: number, stepMs: number): number {
+  return Math.ceil(time / stepMs) * stepMs;
+}
+
+/**
  * While polls fail, the next one waits twice as long as the last, up to `maxMs` (never less than the interval).
  * A property of the module so that a test can shorten it; nothing in the editor sets it.
  */
@@ -121,8 +130,6 @@ function register(RED: NodeAPI) {
 
     let closed = false;
     let nextPoll: NodeJS.Timeout | undefined;
-    /** When the next poll is due; ticks keep their pace whatever the answers take. */
-    let nextTickAt = 0;
     /** Polls of this node not yet answered, and whether one of them still waits for its request. */
     let pollsOpen = 0;
     let pollWaiting = false;
@@ -294,8 +301,7 @@ function register(RED: NodeAPI) {
       if (closed) return;
       if (!pollWaiting) poll();
       if (failedPolls > 0) return;
-      nextTickAt = Math.max(nextTickAt + intervalMs, Date.now());
-      nextPoll = setTimeout(tick, nextTickAt - Date.now());
+      scheduleTick(intervalMs);
     }
 
     function poll(): void {
@@ -324,20 +330,22 @@ function register(RED: NodeAPI) {
           if (failedPolls > 0) {
             // Backing off: the next poll waits for the last one, and longer with each failure.
             clearTimeout(nextPoll);
-            nextTickAt = Date.now() + pollDelayMs();
-            nextPoll = setTimeout(tick, pollDelayMs());
+            scheduleTick(pollDelayMs());
           } else if (nextPoll === undefined) {
             // Back after an outage: the ticks resume.
-            nextTickAt = Date.now() + intervalMs;
-            nextPoll = setTimeout(tick, intervalMs);
+            scheduleTick(intervalMs);
           }
         });
     }
 
-    if (session && intervalMs > 0) {
-      nextTickAt = Date.now() + FIRST_POLL_DELAY_MS - intervalMs;
-      nextPoll = setTimeout(tick, FIRST_POLL_DELAY_MS);
+    /** The next tick at least a little and at most `delayMs` from now, on the clock's grid of the interval. */
+    function scheduleTick(delayMs: number): void {
+      const now = Date.now();
+      nextPoll = setTimeout(tick, alignedTime(now + Math.max(1, delayMs - intervalMs + 1), intervalMs) - now);
     }
+
+    // The nodes of one deploy start within a few ms of each other: their first polls meet on a 100 ms boundary.
+    if (session && intervalMs > 0) nextPoll = setTimeout(tick, alignedTime(Date.now() + FIRST_POLL_DELAY_MS, FIRST_POLL_DELAY_MS) - Date.now());
 
     node.on('close', (_removed: boolean, done: () => void) => {
       closed = true;

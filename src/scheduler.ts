@@ -26,6 +26,8 @@ const TOO_EARLY_STEP_MS = 25;
  * that another device later found at the same address is not taken for this one.
  */
 const KNOWN_AFTER_LAST_CLIENT_MS = 10000;
+/** How long an idle queue waits for more work to merge before it sends. */
+const MERGE_WINDOW_MS = 5;
 /** Answer times kept to estimate the spread of one-way delays. */
 const TIMING_WINDOW = 16;
 const MIN_TIMED_ANSWERS = 8;
@@ -141,7 +143,7 @@ export class DeviceQueue {
   /** When the last member left (performance.now()). */
   private lastLeft = -Infinity;
   private running = false;
-  private kick: NodeJS.Immediate | undefined;
+  private kick: NodeJS.Timeout | undefined;
   private sleep: { timer: NodeJS.Timeout; wake: () => void } | undefined;
   private inFlight: AbortController | undefined;
   /** The jobs of the request being prepared, whose members' intervals it must respect. */
@@ -268,11 +270,12 @@ export class DeviceQueue {
   private schedule(): void {
     if (this.running) return;
     this.running = true;
-    // Start on the next turn so that requests made in the same tick are merged.
-    this.kick = setImmediate(() => {
+    // Start a few ms later, so that requests made at nearly the same moment (timers of several nodes due at the same
+    // time fire a millisecond apart) are merged.
+    this.kick = setTimeout(() => {
       this.kick = undefined;
       void this.pump();
-    });
+    }, MERGE_WINDOW_MS);
   }
 
   private async pump(): Promise<void> {
@@ -428,7 +431,7 @@ export class DeviceQueue {
   /** Ends a wait between requests early when there is nothing left to wait for. */
   private wakeUp(): void {
     if (this.kick && this.size === 0) {
-      clearImmediate(this.kick);
+      clearTimeout(this.kick);
       this.kick = undefined;
       this.running = false;
     }

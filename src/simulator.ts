@@ -71,7 +71,10 @@ export interface SimulatorOptions {
   firmware?: string;
   advertisedIp?: string;
   slowDelayMs?: number;
-  /** Every answer comes this long after its request (the specification's response time is about 1 s): ms, or [min, max]. */
+  /**
+   * Every request is carried out when it arrives and answered this long after (the specification's response time is
+   * about 1 s): ms, or [min, max].
+   */
   latencyMs?: number | readonly [number, number];
   /** A request that arrives under the minimum interval after the one before, or while one is answered, gets 503 and is not carried out. */
   rejectEarly?: boolean;
@@ -643,20 +646,26 @@ export class DeviceSimulator {
         this.write(res, { status: 503, body: { code: 503, message: 'Service Unavailable' } });
         return;
       case 'slow':
-        this.answerAfter(this.slowDelayMs, req, res, path, operation, query);
+        this.later(this.slowDelayMs, res, () => this.write(res, this.outcome(req, path, operation, query)));
         return;
       default: {
         const [min, max] = this.latency;
-        if (max > 0) this.answerAfter(min + Math.random() * (max - min), req, res, path, operation, query);
-        else this.answer(req, res, path, operation, query);
+        if (max === 0) {
+          this.write(res, this.outcome(req, path, operation, query));
+          return;
+        }
+        // Carried out on arrival, answered after the latency.
+        const answer = this.outcome(req, path, operation, query);
+        this.later(min + Math.random() * (max - min), res, () => this.write(res, answer));
       }
     }
   }
 
-  private answerAfter(delayMs: number, req: http.IncomingMessage, res: http.ServerResponse, path: string, operation: string, query: string): void {
+  /** Runs `action` after `delayMs` unless the connection is gone by then. */
+  private later(delayMs: number, res: http.ServerResponse, action: () => void): void {
     const timer = setTimeout(() => {
       this.timers.delete(timer);
-      if (!res.destroyed && !res.writableEnded) this.answer(req, res, path, operation, query);
+      if (!res.destroyed && !res.writableEnded) action();
     }, delayMs);
     this.timers.add(timer);
     res.on('close', () => {
@@ -665,14 +674,12 @@ export class DeviceSimulator {
     });
   }
 
-  private answer(req: http.IncomingMessage, res: http.ServerResponse, path: string, operation: string, query: string): void {
-    let answer: Answer;
+  private outcome(req: http.IncomingMessage, path: string, operation: string, query: string): Answer {
     try {
-      answer = this.handle(req, path, operation, query);
+      return this.handle(req, path, operation, query);
     } catch {
-      answer = { status: 500, body: { code: 500, message: 'Internal Server Error' } };
+      return { status: 500, body: { code: 500, message: 'Internal Server Error' } };
     }
-    this.write(res, answer);
   }
 
   private write(res: http.ServerResponse, answer: Answer): void {
