@@ -4,14 +4,14 @@
  */
 import type { Node, NodeAPI, NodeDef, NodeStatus } from 'node-red';
 import type { Request, Response } from 'express';
-import { POWER_LIMIT, catalogueJson, validatePowerLimit } from '../src/catalogue';
+import { POWER_LIMIT, validatePowerLimit } from '../src/catalogue';
 import { ClientPool, type Lease } from '../src/client-pool';
 import type { AuthMode } from '../src/auth';
 import { DEFAULTS, type ClientOptions, type ConnectionState } from '../src/client';
 import { discover } from '../src/discovery';
 import { ValidationError } from '../src/errors';
 import { decimalNumber } from '../src/numbers';
-import { NUMBER_RULES, describeInputs, numberIn, settingRulesJson } from '../src/inputs';
+import { NUMBER_RULES, describeInputs, editorCatalogueJson, numberIn } from '../src/inputs';
 import { describeError } from './shared';
 
 interface DeviceDef extends NodeDef {
@@ -39,7 +39,7 @@ const deviceInputs = describeInputs({
   port: { setting: 'port', fallback: DEFAULTS.port, absent: isBlank, parse: numberIn(NUMBER_RULES.port) },
   minIntervalMs: { setting: 'minInterval', label: 'minimum interval', fallback: DEFAULTS.minIntervalMs, absent: isBlank, parse: numberIn(NUMBER_RULES.minInterval) },
   timeoutMs: { setting: 'timeout', label: 'time-out', fallback: DEFAULTS.timeoutMs, absent: isBlank, parse: numberIn(NUMBER_RULES.timeout) },
-  powerLimit: { setting: 'powerLimit', label: 'power limit', fallback: POWER_LIMIT.default, absent: isBlank, parse: validatePowerLimit },
+  powerLimit: { setting: 'powerLimit', label: 'power limit', fallback: POWER_LIMIT.default, absent: isBlank, parse: (value, field) => validatePowerLimit(decimalNumber(value) ?? value, field) },
 });
 
 function isBlank(value: unknown): boolean {
@@ -168,7 +168,7 @@ export = function (RED: NodeAPI) {
   const write = RED.auth.needsPermission('localbattery-device.write');
 
   RED.httpAdmin.get('/localbattery/catalogue', read, (_req: Request, res: Response) => {
-    res.json({ ...catalogueJson(), rules: settingRulesJson() });
+    res.json(editorCatalogueJson());
   });
 
   RED.httpAdmin.post('/localbattery/discover', write, async (req: Request, res: Response) => {

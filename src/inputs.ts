@@ -9,6 +9,7 @@ import { DECIMAL, decimalNumber } from './numbers';
 import { MIN_INTERVAL_FLOOR_MS, NAMESPACE_PATTERN } from './client';
 import { CONTROL_DEFAULTS, CONTROL_LIMITS } from './control';
 import { MAX_PASSWORD_BYTES } from './password-crypto';
+import { catalogueJson } from './catalogue';
 
 /** A decimal number within bounds. */
 export interface NumberRule {
@@ -159,4 +160,9 @@ export function settingRulesJson() {
     maxPasswordBytes: MAX_PASSWORD_BYTES,
     control: { defaults: CONTROL_DEFAULTS, limits: CONTROL_LIMITS },
   };
+}
+
+/** What GET /localbattery/catalogue serves: the point catalogue and the setting rules. */
+export function editorCatalogueJson() {
+  return { ...catalogueJson(), rules: settingRulesJson() };
 }
