@@ -4,22 +4,7 @@
  * src/control.ts; this node glues it to messages, status and the shared client.
  */
 import type { Node, NodeAPI, NodeDef, NodeMessageInFlow, NodeStatus } from 'node-red';
-import { REAL_TIME } from '../src/catalogue';
-import type { DeviceClient } from '../src/client';
-import {
-  CONTROL_DEFAULTS,
-  CONTROL_LIMITS,
-  WORKING_MODE_READ_ADDRESS,
-  WorkingModeMemory,
-  controlValues,
-  isRepeat,
-  parseControl,
-  type ControlCommand,
-  type ControlOptions,
-  type SentSetpoint,
-} from '../src/control';
-import { RefusedError, ValidationError } from '../src/errors';
-import { decimalNumber } from '../src/numbers';
+import { CONTROL_LIMITS, RealTimeController, controlSettings, parseControl, type ControlCommand, type ControlOutcome } from '../src/control';
 import { deviceOf, serveDevice, timeOfDay, keepErrorCodes } from './shared';
 
 interface ControlDef extends NodeDef {
@@ -29,7 +14,7 @@ interface ControlDef extends NodeDef {
   dischargeSoc: string | number;
   clamp: boolean;
   switchMode: boolean;
-  /** Seconds after which the working mode is read again; 0: only after a refused write. */
+  /** Seconds for which what is known of the working mode is trusted; 0: until a refused write. */
   modeCheck: string | number;
   /** Seconds within which the same setpoint is not sent again; 0: always send. */
   repeat: string | number;
@@ -42,18 +27,6 @@ interface ControlMessage extends NodeMessageInFlow {
   skipped?: boolean;
 }
 
-interface ModeCheck {
-  /** The mode was read from the device in this check. */
-  read: boolean;
-  /** The mode was switched to real-time control. */
-  changed: boolean;
-}
-
-/** NaN for what is no decimal number, for the checks to reject. */
-function setting(value: unknown, fallback: number): number {
-  return value === undefined || value === null || value === '' ? fallback : decimalNumber(value) ?? NaN;
-}
-
 export = function (RED: NodeAPI) {
   function ControlNode(this: Node, def: ControlDef) {
     RED.nodes.createNode(this, def);
@@ -61,27 +34,6 @@ export = function (RED: NodeAPI) {
     keepErrorCodes(RED, node);
     const missing = RED._('localbattery-control.errors.noDevice');
     const device = deviceOf(RED, node, def.device, missing);
-
-    const options: ControlOptions = {
-      power: setting(def.power, CONTROL_DEFAULTS.power),
-      chargeSoc: setting(def.chargeSoc, CONTROL_DEFAULTS.chargeSoc),
-      dischargeSoc: setting(def.dischargeSoc, CONTROL_DEFAULTS.dischargeSoc),
-      clamp: def.clamp === true,
-    };
-    const switchMode = def.switchMode !== false;
-    const repeatSeconds = setting(def.repeat, CONTROL_DEFAULTS.repeatSeconds);
-    const modeCheckSeconds = setting(def.modeCheck, CONTROL_DEFAULTS.modeCheckSeconds);
-    let configError: ValidationError | undefined;
-    if (!(repeatSeconds >= 0)) configError = new ValidationError('repeat time', def.repeat, RED._('localbattery-control.errors.seconds'));
-    else if (!(modeCheckSeconds >= 0)) configError = new ValidationError('mode re-check time', def.modeCheck, RED._('localbattery-control.errors.seconds'));
-    if (configError) {
-      node.status({ fill: 'red', shape: 'ring', text: RED._('localbattery-control.status.invalidConfig') });
-      node.error(configError.message);
-    }
-
-    const memory = new WorkingModeMemory(modeCheckSeconds * 1000);
-    let modeTask: Promise<ModeCheck> | undefined;
-    let last: SentSetpoint | undefined;
 
     function status(value: NodeStatus): void {
       if (!life.closed) node.status(value);
@@ -98,34 +50,8 @@ export = function (RED: NodeAPI) {
       return text;
     }
 
-    async function checkMode(client: DeviceClient): Promise<ModeCheck> {
-      let read = false;
-      if (memory.next(Date.now()) === 'read') {
-        const result = await client.read([WORKING_MODE_READ_ADDRESS]);
-        const mode = result.values.get(WORKING_MODE_READ_ADDRESS);
-        memory.remember(typeof mode === 'number' ? mode : undefined, Date.now());
-        read = true;
-      }
-      if (memory.next(Date.now()) !== 'switch') return { read, changed: false };
-      status({ fill: 'blue', shape: 'ring', text: RED._('localbattery-control.status.switching') });
-      const outcome = await client.write(REAL_TIME.modeAddress, REAL_TIME.mode);
-      // A newer mode write from elsewhere replaced ours: its value is unknown, so read again next time.
-      if (outcome.status === 'superseded') memory.forget();
-      else memory.remember(REAL_TIME.mode, Date.now());
-      return { read, changed: outcome.status === 'written' };
-    }
-
-    /** Messages arriving during a check share it, so the mode is read and switched once. */
-    function ensureMode(client: DeviceClient): Promise<ModeCheck> {
-      if (!modeTask) {
-        modeTask = checkMode(client).finally(() => {
-          modeTask = undefined;
-        });
-      }
-      return modeTask;
-    }
-
-    function output(msg: ControlMessage, command: ControlCommand, modeChanged: boolean, skipped: boolean): ControlMessage {
+    function output(msg: ControlMessage, command: ControlCommand, outcome: ControlOutcome): ControlMessage {
+      const skipped = outcome.status === 'repeat';
       msg.payload = {
         state: command.state,
         stateCode: command.code,
@@ -133,61 +59,49 @@ export = function (RED: NodeAPI) {
         soc: command.soc,
         clamped: command.clamped,
         belowMinimum: command.belowMinimum,
-        modeChanged,
+        modeChanged: outcome.modeChanged,
         skipped,
       };
       msg.skipped = skipped;
       return msg;
     }
 
-    async function send(client: DeviceClient, command: ControlCommand): Promise<{ written: boolean; modeChanged: boolean }> {
-      let check: ModeCheck = { read: false, changed: false };
-      if (switchMode) check = await ensureMode(client);
-      let modeChanged = check.changed;
-      let outcome;
-      try {
-        outcome = await client.setRealTime(...controlValues(command));
-      } catch (error) {
-        if (!(error instanceof RefusedError) || !switchMode) throw error;
-        // The mode may have been changed elsewhere (app, schedule): read it again and, if it was, retry once.
-        memory.forget();
-        if (check.read) throw error;
-        const again = await ensureMode(client);
-        if (!again.changed) throw error;
-        modeChanged = true;
-        outcome = await client.setRealTime(...controlValues(command));
-      }
-      return { written: outcome.status === 'written', modeChanged };
-    }
+    let controller: { settings: ReturnType<typeof controlSettings>; run: RealTimeController } | undefined;
 
-    async function handle(msg: ControlMessage, client: DeviceClient): Promise<ControlMessage | undefined> {
-      if (configError) throw configError;
-      const command = parseControl(msg.payload, { ...options, powerLimit: client.limits.powerLimit });
-      const now = Date.now();
-      if (msg.force !== true && isRepeat(last, command, now, repeatSeconds * 1000)) {
+    async function handle(msg: ControlMessage): Promise<ControlMessage | undefined> {
+      if (!controller) throw configError ?? new Error(missing);
+      const command = parseControl(msg.payload, controller.settings);
+      const outcome = await controller.run.apply(command, msg.force === true, () =>
+        status({ fill: 'blue', shape: 'ring', text: RED._('localbattery-control.status.sending') }),
+      );
+      if (outcome.status === 'repeat') {
         status({ fill: 'green', shape: 'ring', text: RED._('localbattery-control.status.skipped', { text: describe(command) }) });
-        return def.skipped === 'drop' ? undefined : output(msg, command, false, true);
+        return def.skipped === 'drop' ? undefined : output(msg, command, outcome);
       }
-      const record: SentSetpoint = { code: command.code, power: command.power, soc: command.soc, at: now };
-      last = record;
-      status({ fill: 'blue', shape: 'ring', text: RED._('localbattery-control.status.sending') });
-      let result;
-      try {
-        result = await send(client, command);
-      } catch (error) {
-        // Not sent after all: the next message with this setpoint must go out.
-        if (last === record) last = undefined;
-        throw error;
-      }
-      if (!result.written) {
+      if (outcome.status === 'superseded') {
         status({ fill: 'yellow', shape: 'ring', text: RED._('localbattery-control.status.superseded') });
         return undefined;
       }
       status({ fill: 'green', shape: 'dot', text: RED._('localbattery-control.status.sent', { text: describe(command), time: timeOfDay() }) });
-      return output(msg, command, result.modeChanged, false);
+      return output(msg, command, outcome);
     }
 
     const life = serveDevice(node, device, missing, handle);
+    // Every setting is checked now, with the device's power limit, so a wrong one shows before the first message.
+    let configError: Error | undefined;
+    if (life.session) {
+      try {
+        const settings = controlSettings(def, life.session.limits.powerLimit);
+        const run = new RealTimeController(life.session, settings, () =>
+          status({ fill: 'blue', shape: 'ring', text: RED._('localbattery-control.status.switching') }),
+        );
+        controller = { settings, run };
+      } catch (error) {
+        configError = error as Error;
+        node.status({ fill: 'red', shape: 'ring', text: RED._('localbattery-control.status.invalidConfig') });
+        node.error(configError.message);
+      }
+    }
   }
 
   RED.nodes.registerType('localbattery-control', ControlNode);

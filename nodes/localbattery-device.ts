@@ -1,13 +1,14 @@
 /**
- * Config node: one device (address and credentials). Holds the shared client that every flow node of
- * this device uses, pushes the connection state to their status, and serves the editor's admin routes.
+ * Config node: one device (address and credentials). Holds the client with these credentials; every flow node of
+ * the device opens its own session on it (closing the node drops its waiting work). All clients of one device share
+ * its one request queue (src/scheduler.ts). Pushes the connection state to the users' status and serves the editor's
+ * admin routes.
  */
 import type { Node, NodeAPI, NodeDef, NodeStatus } from 'node-red';
 import type { Request, Response } from 'express';
 import { POWER_LIMIT, validatePowerLimit } from '../src/catalogue';
-import { ClientPool, type Lease } from '../src/client-pool';
 import type { AuthMode } from '../src/auth';
-import { DEFAULTS, type ClientOptions, type ConnectionState } from '../src/client';
+import { DEFAULTS, DeviceClient, type ClientOptions, type ClientSession, type ConnectionState } from '../src/client';
 import { discover } from '../src/discovery';
 import { ValidationError } from '../src/errors';
 import { decimalNumber } from '../src/numbers';
@@ -31,8 +32,6 @@ interface DeviceCredentials {
 
 /** The editor shows this in place of a stored password it does not know. */
 const STORED_PASSWORD = '__PWRD__';
-
-const pool = new ClientPool();
 
 /** The device settings, each checked by the rule the editor gets from the catalogue route. */
 const deviceInputs = describeInputs({
@@ -104,57 +103,47 @@ export = function (RED: NodeAPI) {
   function DeviceNode(this: Node<DeviceCredentials> & Record<string, unknown>, def: DeviceDef) {
     RED.nodes.createNode(this, def);
     const node = this;
-    const users = new Set<Node>();
-    let options: ClientOptions | undefined;
-    let lease: Lease | undefined;
+    /** Each user's session, closed when the user closes or the configuration does. */
+    const users = new Map<Node, ClientSession>();
+    let client: DeviceClient | undefined;
     node.configError = undefined;
-    node.client = undefined;
-
-    const onState = (state: ConnectionState) => {
-      const status = statusOf(state);
-      for (const user of users) user.status(status);
-    };
-    const onNamespace = (namespace: string) => node.log(RED._('localbattery-device.log.namespace', { namespace }));
-    const acquire = () => {
-      if (lease || !options) return;
-      lease = pool.acquire(options);
-      lease.client.on('state', onState);
-      lease.client.on('namespace', onNamespace);
-      node.client = lease.client;
-    };
-    // Closes the client when no node uses it any more: what still waits is rejected, no timer is left.
-    const release = () => {
-      lease?.client.off('state', onState);
-      lease?.client.off('namespace', onNamespace);
-      lease?.release();
-      lease = undefined;
-      node.client = undefined;
-    };
 
     try {
-      options = optionsFrom(def, textOf(withEnv(node.credentials?.password, node)));
-      acquire();
-      if (pool.clientsFor(options.host, options.port) > 1) node.warn(RED._('localbattery-device.warn.sharedDevice', { host: options.host }));
+      client = new DeviceClient(optionsFrom(def, textOf(withEnv(node.credentials?.password, node))));
+      client.on('state', (state: ConnectionState) => {
+        const status = statusOf(state);
+        for (const user of users.keys()) user.status(status);
+      });
+      client.on('namespace', (namespace: string) => node.log(RED._('localbattery-device.log.namespace', { namespace })));
+      node.client = client;
     } catch (error) {
-      options = undefined;
       node.configError = (error as Error).message;
       node.error(node.configError);
     }
 
-    node.register = (user: Node) => {
-      users.add(user);
-      acquire();
-      if (node.configError) user.status({ fill: 'red', shape: 'ring', text: RED._('localbattery-device.status.invalid') });
-      else if (lease && lease.client.state !== 'unknown' && lease.client.state !== 'ok') user.status(statusOf(lease.client.state));
+    node.open = (user: Node): ClientSession | undefined => {
+      if (!client) {
+        user.status({ fill: 'red', shape: 'ring', text: RED._('localbattery-device.status.invalid') });
+        return undefined;
+      }
+      users.get(user)?.close();
+      const session = client.session();
+      users.set(user, session);
+      if (client.state !== 'unknown' && client.state !== 'ok') user.status(statusOf(client.state));
+      return session;
     };
-    node.deregister = (user: Node) => {
+    node.leave = (user: Node) => {
+      users.get(user)?.close();
       users.delete(user);
-      if (users.size === 0) release();
     };
 
+    // What still waits is rejected; no timer is left.
     node.on('close', (done: () => void) => {
+      for (const session of users.values()) session.close();
       users.clear();
-      release();
+      client?.close();
+      client = undefined;
+      node.client = undefined;
       done();
     });
   }
@@ -205,30 +194,31 @@ export = function (RED: NodeAPI) {
     return optionsFrom(settings, textOf(withEnv(password, own)) ?? '');
   }
 
+  // The editor's clients join the device's queue like any other, so they never overlap a running flow's requests.
   RED.httpAdmin.post('/localbattery/test', write, async (req: Request, res: Response) => {
-    let lease: Lease | undefined;
+    let client: DeviceClient | undefined;
     try {
-      lease = pool.acquire(editorOptions(bodyOf(req), 'password'));
-      res.json(await lease.client.testConnection());
+      client = new DeviceClient(editorOptions(bodyOf(req), 'password'));
+      res.json(await client.testConnection());
     } catch (error) {
       res.status(400).json({ error: describeError(error) });
     } finally {
-      lease?.release();
+      client?.close();
     }
   });
 
   RED.httpAdmin.post('/localbattery/set-password', write, async (req: Request, res: Response) => {
-    let lease: Lease | undefined;
+    let client: DeviceClient | undefined;
     try {
       const body = bodyOf(req);
-      lease = pool.acquire(editorOptions(body, 'currentPassword'));
+      client = new DeviceClient(editorOptions(body, 'currentPassword'));
       // Anything but text (an object would become "[object Object]") is left for the password check to refuse.
-      await lease.client.changePassword(typeof body.newPassword === 'string' ? body.newPassword : '');
+      await client.changePassword(typeof body.newPassword === 'string' ? body.newPassword : '');
       res.json({ result: true });
     } catch (error) {
       res.status(400).json({ error: describeError(error) });
     } finally {
-      lease?.release();
+      client?.close();
     }
   });
 };

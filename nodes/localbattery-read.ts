@@ -9,7 +9,7 @@ import type { ReadResult } from '../src/client';
 import { DeviceError, ValidationError } from '../src/errors';
 import { decimalNumber } from '../src/numbers';
 import { NUMBER_RULES, describeInputs, numberIn } from '../src/inputs';
-import { clientOf, deviceOf, errorStatus, timeOfDay, keepErrorCodes } from './shared';
+import { deviceOf, errorStatus, sessionOf, timeOfDay, keepErrorCodes } from './shared';
 
 type OutputMode = 'object' | 'address' | 'split';
 
@@ -113,6 +113,11 @@ function register(RED: NodeAPI) {
 
     let closed = false;
     let nextPoll: NodeJS.Timeout | undefined;
+    /** When the next poll is due; ticks keep their pace whatever the answers take. */
+    let nextTickAt = 0;
+    /** Polls of this node not yet answered, and whether one of them still waits for its request. */
+    let pollsOpen = 0;
+    let pollWaiting = false;
     /** Polls failed in a row; while above 0 polling backs off. */
     let failedPolls = 0;
     /** The failure being reported: the first poll failure of an outage, or one with another code. */
@@ -205,8 +210,12 @@ function register(RED: NodeAPI) {
       return Math.abs(reading.value - before) > (deadBand.byPoint.get(reading.key) ?? deadBand.all);
     }
 
-    const read = async (addresses: number[]): Promise<ReadResult> => {
-      const result = await clientOf(device!).read(addresses);
+    const missingDevice = RED._('localbattery-read.errors.noDevice');
+    // A node that cannot read keeps its "invalid configuration" status instead of the connection's.
+    const session = configError ? undefined : device?.open(node);
+
+    const read = async (addresses: number[], onStart?: () => void): Promise<ReadResult> => {
+      const result = await sessionOf(session, device, missingDevice).read(addresses, { onStart });
       if (!closed) answered();
       return result;
     };
@@ -243,7 +252,7 @@ function register(RED: NodeAPI) {
     node.on('input', (msg, send, done) => {
       let addresses: number[];
       try {
-        if (!device) throw new Error(RED._('localbattery-read.errors.noDevice'));
+        if (!device) throw new Error(missingDevice);
         if (configError) throw configError;
         addresses = readInputs.forMessage(msg, deployed).points ?? configured;
       } catch (error) {
@@ -265,12 +274,31 @@ function register(RED: NodeAPI) {
         });
     });
 
-    /** One poll, then the next one is due a delay after this one started; ticks a slow answer overran are skipped. */
-    function poll(): void {
+    /**
+     * A poll tick. The tick after it is due one interval later whether or not this poll has been answered: a poll
+     * that finds the previous one still being answered waits in the queue behind it, so the device never idles
+     * between them; only a tick that finds one of this node's polls still waiting for its request is skipped (the
+     * waiting one will bring the fresh values). While polls fail, the next waits for the last one and backs off.
+     */
+    function tick(): void {
+      nextPoll = undefined;
       if (closed) return;
-      const started = Date.now();
+      if (!pollWaiting) poll();
+      if (failedPolls > 0) return;
+      nextTickAt = Math.max(nextTickAt + intervalMs, Date.now());
+      nextPoll = setTimeout(tick, nextTickAt - Date.now());
+    }
+
+    function poll(): void {
       const msg: NodeMessage = { _msgid: RED.util.generateId() };
-      read(configured)
+      pollsOpen++;
+      pollWaiting = true;
+      let waiting = true;
+      const started = () => {
+        waiting = false;
+        pollWaiting = false;
+      };
+      read(configured, started)
         .then((result) => {
           if (closed) return;
           const messages = format(result, configured, msg);
@@ -280,21 +308,32 @@ function register(RED: NodeAPI) {
           if (!closed) pollFailed(error, msg);
         })
         .finally(() => {
-          if (closed) return;
-          const delay = pollDelayMs();
-          const elapsed = Date.now() - started;
-          nextPoll = setTimeout(poll, delay - (elapsed % delay));
+          pollsOpen--;
+          // Failed before its request (queue full): it no longer waits.
+          if (waiting) pollWaiting = false;
+          if (closed || pollsOpen > 0) return;
+          if (failedPolls > 0) {
+            // Backing off: the next poll waits for the last one, and longer with each failure.
+            clearTimeout(nextPoll);
+            nextTickAt = Date.now() + pollDelayMs();
+            nextPoll = setTimeout(tick, pollDelayMs());
+          } else if (nextPoll === undefined) {
+            // Back after an outage: the ticks resume.
+            nextTickAt = Date.now() + intervalMs;
+            nextPoll = setTimeout(tick, intervalMs);
+          }
         });
     }
 
-    // A node that cannot read keeps its "invalid configuration" status instead of the connection's.
-    if (!configError) device?.register(node);
-    if (device?.client && !configError && intervalMs > 0) nextPoll = setTimeout(poll, FIRST_POLL_DELAY_MS);
+    if (session && intervalMs > 0) {
+      nextTickAt = Date.now() + FIRST_POLL_DELAY_MS - intervalMs;
+      nextPoll = setTimeout(tick, FIRST_POLL_DELAY_MS);
+    }
 
     node.on('close', (_removed: boolean, done: () => void) => {
       closed = true;
       clearTimeout(nextPoll);
-      device?.deregister(node);
+      device?.leave(node);
       done();
     });
   }

@@ -5,7 +5,7 @@
 import type { Node, NodeAPI, NodeDef, NodeMessageInFlow } from 'node-red';
 import { resolveWritePoint, validateWrite, type WritePoint } from '../src/catalogue';
 import { RefusedError, ValidationError } from '../src/errors';
-import type { DeviceClient } from '../src/client';
+import type { ClientSession } from '../src/client';
 import { describeInputs } from '../src/inputs';
 import { deviceOf, serveDevice, timeOfDay, keepErrorCodes } from './shared';
 
@@ -65,7 +65,7 @@ export = function (RED: NodeAPI) {
       return label ?? `${values[0]}${point.unit ? ' ' + point.unit : ''}`;
     }
 
-    async function handle(msg: WriteMessage, client: DeviceClient): Promise<WriteMessage | undefined> {
+    async function handle(msg: WriteMessage, client: ClientSession): Promise<WriteMessage | undefined> {
       const { point, fromMsg } = pointFor(msg);
       const values = validateWrite(point, await valueFor(msg), client.limits);
       if (life.closed) return undefined;

@@ -1,16 +1,21 @@
 /** Glue shared by the node adapters: the config node's interface as flow nodes see it, and small helpers. */
 import type { Node, NodeMessage, NodeMessageInFlow, NodeStatus } from 'node-red';
-import type { DeviceClient } from '../src/client';
+import type { ClientSession, DeviceClient } from '../src/client';
 import { DeviceError } from '../src/errors';
 
 /** What a flow node gets from its config node. */
 export interface DeviceConfigNode extends Node {
-  /** The shared client, or undefined when the configuration is invalid. */
+  /** This configuration's client (its credentials), until the configuration closes; undefined when invalid. */
   client: DeviceClient | undefined;
-  /** Why there is no client. */
+  /** Why the configuration has no client. */
   configError: string | undefined;
-  register(user: Node): void;
-  deregister(user: Node): void;
+  /**
+   * A session for `user` (its own queue share: closing it drops the user's waiting work), or undefined when the
+   * configuration is invalid (the user's status then says so). Opening again replaces the user's session.
+   */
+  open(user: Node): ClientSession | undefined;
+  /** Closes the session of `user`. */
+  leave(user: Node): void;
 }
 
 /** Looks up the config node and returns it, or sets an error status and returns undefined. */
@@ -27,12 +32,6 @@ export function deviceOf(
     return undefined;
   }
   return device;
-}
-
-/** The client, or an error that says why there is none; for use inside an input handler. */
-export function clientOf(device: DeviceConfigNode): DeviceClient {
-  if (!device.client) throw new Error(device.configError ?? 'device configuration is invalid');
-  return device.client;
 }
 
 /** Short status text for a failure: the error code where there is one, kept under 32 characters. */
@@ -52,33 +51,39 @@ export function timeOfDay(): string {
   return new Date().toTimeString().slice(0, 8);
 }
 
+/** The node's session, or an error that says why there is none; for use inside an input handler. */
+export function sessionOf(session: ClientSession | undefined, device: DeviceConfigNode | undefined, missingText: string): ClientSession {
+  if (!device) throw new Error(missingText);
+  if (!session) throw new Error(device.configError ?? 'device configuration is invalid');
+  return session;
+}
+
 /**
- * The input life cycle the device nodes share: registers with the device; per message gets the client (a missing
- * or invalid config fails with done(err) and leaves the status that already says so), runs `handle`, sends what
- * it returns and calls done(), or shows the error and calls done(err); nothing happens after close.
- * `take` runs first of all, for what must leave the message before anything can fail (a password).
+ * The input life cycle the device nodes share: opens a session on the device; per message takes the session (a
+ * missing or invalid config fails with done(err) and leaves the status that already says so), runs `handle`, sends
+ * what it returns and calls done(), or shows the error and calls done(err); on close the session's waiting work is
+ * dropped and nothing happens afterwards. `take` runs first of all, for what must leave the message before anything
+ * can fail (a password).
  */
 export function serveDevice<M extends NodeMessageInFlow, T = undefined>(
   node: Node,
   device: DeviceConfigNode | undefined,
   missingText: string,
-  handle: (msg: M, client: DeviceClient, taken: T) => Promise<NodeMessage | undefined>,
+  handle: (msg: M, session: ClientSession, taken: T) => Promise<NodeMessage | undefined>,
   take?: (msg: M) => T,
-): { readonly closed: boolean } {
-  const life = { closed: false };
-  device?.register(node);
+): { readonly closed: boolean; readonly session: ClientSession | undefined } {
+  const life = { closed: false, session: device?.open(node) };
   node.on('input', (msg: NodeMessageInFlow, send: (msg: NodeMessage) => void, done: (error?: Error) => void) => {
     const taken = take ? take(msg as M) : (undefined as T);
-    let client: DeviceClient;
+    let session: ClientSession;
     try {
-      if (!device) throw new Error(missingText);
-      client = clientOf(device);
+      session = sessionOf(life.session, device, missingText);
     } catch (error) {
       done(error as Error);
       return;
     }
     Promise.resolve()
-      .then(() => handle(msg as M, client, taken))
+      .then(() => handle(msg as M, session, taken))
       .then(
         (out) => {
           if (life.closed) return;
@@ -94,7 +99,7 @@ export function serveDevice<M extends NodeMessageInFlow, T = undefined>(
   });
   node.on('close', (_removed: boolean, done: () => void) => {
     life.closed = true;
-    device?.deregister(node);
+    device?.leave(node);
     done();
   });
   return life;

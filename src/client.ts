@@ -1,7 +1,9 @@
 /**
- * The device client: the four HTTP operations of the local API behind one per-device scheduler.
- * Knows nothing of Node-RED.
+ * The device client: the four HTTP operations of the local API with one configuration's credentials, run through
+ * the device's one queue (src/scheduler.ts). Flow nodes each open a session on it, so that closing a node drops
+ * that node's waiting work. Knows nothing of Node-RED.
  */
+import { createHash } from 'node:crypto';
 import { EventEmitter } from 'node:events';
 import {
   MAX_ADDRESSES_PER_READ,
@@ -18,6 +20,7 @@ import {
 import { AUTH_MODES, answerChallenge, digestAuthorization, isHeaderSafe, randomNonce, type AuthMode, type DigestSeed } from './auth';
 import {
   BadResponseError,
+  ClientClosedError,
   DeviceError,
   HttpStatusError,
   RefusedError,
@@ -25,7 +28,7 @@ import {
   ValidationError,
 } from './errors';
 import { checkPassword, encryptPassword } from './password-crypto';
-import { RequestScheduler, deviceLine, type RequestContext, type WriteStatus } from './scheduler';
+import { deviceQueue, normaliseHost, type DeviceQueue, type JobOptions, type KnownValue, type QueueMember, type RequestContext, type WriteStatus } from './scheduler';
 import { exchange, type HttpAnswer } from './transport';
 
 export const DEFAULTS = {
@@ -116,7 +119,22 @@ interface Call {
   nonce?: string;
 }
 
-export class DeviceClient extends EventEmitter {
+/** Who a job belongs to, and a call when its request is about to go out. */
+export type OperationOptions = Omit<JobOptions, 'owner'>;
+
+/** The operations a flow node uses: a client, or a session on one. */
+export interface DeviceOperations {
+  readonly limits: Required<WriteLimits>;
+  read(addresses: readonly number[], options?: OperationOptions): Promise<ReadResult>;
+  write(point: string | number | WritePoint, values: unknown, options?: OperationOptions): Promise<WriteResult>;
+  setRealTime(state: number, power: number, soc: number, options?: OperationOptions): Promise<WriteResult>;
+  getDeviceInfo(options?: OperationOptions): Promise<DeviceInfo>;
+  changePassword(newPassword: string, options?: OperationOptions): Promise<void>;
+  /** The last value read from or accepted at `address` by anyone in this process, if not older than `maxAgeMs`. */
+  knownValue(address: number, maxAgeMs?: number): KnownValue | undefined;
+}
+
+export class DeviceClient extends EventEmitter implements QueueMember, DeviceOperations {
   readonly host: string;
   readonly port: number;
   readonly auth: AuthMode;
@@ -126,9 +144,14 @@ export class DeviceClient extends EventEmitter {
   readonly timeoutMs: number;
   /** The bounds every write is checked against. */
   readonly limits: Required<WriteLimits>;
-  private username: string;
+  readonly maxQueue: number;
+  readonly maxAddressesPerRead = MAX_ADDRESSES_PER_READ;
+  /** Reads of clients with the same key share requests (a digest of the credentials, never the password itself). */
+  readonly mergeKey: string;
+  private readonly username: string;
   private password: string;
-  private readonly scheduler: RequestScheduler;
+  private readonly queue: DeviceQueue;
+  private closed = false;
   private authorizedOnce = false;
   private detectedNamespace: string | undefined;
   private currentState: ConnectionState = 'unknown';
@@ -137,7 +160,7 @@ export class DeviceClient extends EventEmitter {
     super();
     if (!options.host || typeof options.host !== 'string') throw new ValidationError('host', options.host, 'an IP address or host name');
     // An IPv6 address may come as in a URL ([::1]); node:http wants it bare.
-    this.host = options.host.trim().replace(/^\[(.*)\]$/, '$1');
+    this.host = normaliseHost(options.host);
     this.port = options.port ?? DEFAULTS.port;
     if (!Number.isInteger(this.port) || this.port < 1 || this.port > 65535) {
       throw new ValidationError('port', options.port, 'an integer from 1 to 65535');
@@ -160,14 +183,12 @@ export class DeviceClient extends EventEmitter {
       throw new ValidationError('time-out', options.timeoutMs, 'from 100 to 120000 ms');
     }
     this.limits = { powerLimit: validatePowerLimit(options.powerLimit ?? POWER_LIMIT.default, 'power limit') };
-    this.scheduler = new RequestScheduler({
-      minIntervalMs: this.minIntervalMs,
-      line: deviceLine(this.host, this.port),
-      maxQueue: options.maxQueue ?? DEFAULTS.maxQueue,
-      maxAddressesPerRead: MAX_ADDRESSES_PER_READ,
-      readBatch: (addresses, context) => this.getData(addresses, context),
-      write: (address, values, context) => this.setData(address, values, context),
-    });
+    this.maxQueue = options.maxQueue ?? DEFAULTS.maxQueue;
+    this.mergeKey = createHash('sha256')
+      .update(JSON.stringify([this.auth, this.username, this.auth === 'digest' ? this.password : '', this.configuredNamespace ?? '']))
+      .digest('hex');
+    this.queue = deviceQueue(this.host, this.port);
+    this.queue.attach(this);
   }
 
   /** Last known connection state: 'ok' after a success, otherwise what the last failure says. */
@@ -180,32 +201,34 @@ export class DeviceClient extends EventEmitter {
     return this.configuredNamespace ?? this.detectedNamespace;
   }
 
-  /** Requests sent to the device so far. */
+  /** Requests sent to the device so far, by every client of this process. */
   get requestCount(): number {
-    return this.scheduler.requestCount;
+    return this.queue.requestCount;
   }
 
-  /** Operations waiting in the queue. */
+  /** Operations waiting for the device, of every client of this process. */
   get queueSize(): number {
-    return this.scheduler.size;
+    return this.queue.size;
   }
 
-  /** New credentials for the requests that follow (e.g. after a password change elsewhere). */
-  setCredentials(username: string | undefined, password: string): void {
-    this.username = username || DEFAULTS.username;
-    this.password = password;
-    this.authorizedOnce = false;
+  /** A handle for one user (a flow node): closing it drops what that user still has waiting, and nothing else. */
+  session(): ClientSession {
+    return new ClientSession(this);
+  }
+
+  knownValue(address: number, maxAgeMs?: number): KnownValue | undefined {
+    return this.queue.knownValue(address, maxAgeMs);
   }
 
   /** Reads point addresses; merged with other waiting reads, split into requests of at most 50. */
-  async read(addresses: readonly number[]): Promise<ReadResult> {
+  async read(addresses: readonly number[], options: JobOptions = {}): Promise<ReadResult> {
     if (!Array.isArray(addresses) || addresses.length === 0) {
       throw new ValidationError('addresses', addresses, 'a non-empty list of point addresses');
     }
     for (const address of addresses) {
       if (!isValidAddress(address)) throw new ValidationError('address', address, 'an integer from 0 to 65535');
     }
-    const outcome = await this.scheduler.read([...new Set(addresses)]);
+    const outcome = await this.queue.read(this, [...new Set(addresses)], options);
     const values = new Map<number, number | string>();
     const missing = [...outcome.missing];
     for (const [address, raw] of outcome.values) {
@@ -220,25 +243,25 @@ export class DeviceClient extends EventEmitter {
    * Writes one point after checking the value(s) against the catalogue; nothing invalid is sent.
    * `controlState` (47015) also takes [state, power, SOC] in one request.
    */
-  async write(point: string | number | WritePoint, values: unknown): Promise<WriteResult> {
+  async write(point: string | number | WritePoint, values: unknown, options: JobOptions = {}): Promise<WriteResult> {
     const target = typeof point === 'object' ? point : resolveWritePoint(point);
     const checked = validateWrite(target, values, this.limits);
-    const status = await this.scheduler.write(target.address, checked);
+    const status = await this.queue.write(this, target.address, checked, options);
     return { status, point: target.name, address: target.address, values: checked };
   }
 
   /** The real-time control write: state (0 standby, 1 charge, 2 discharge), power in W, target SOC in %. */
-  setRealTime(state: number, power: number, soc: number): Promise<WriteResult> {
-    return this.write(REAL_TIME.stateAddress, [state, power, soc]);
+  setRealTime(state: number, power: number, soc: number, options: JobOptions = {}): Promise<WriteResult> {
+    return this.write(REAL_TIME.stateAddress, [state, power, soc], options);
   }
 
-  getDeviceInfo(): Promise<DeviceInfo> {
-    return this.scheduler.command(async (context) => {
+  getDeviceInfo(options: JobOptions = {}): Promise<DeviceInfo> {
+    return this.queue.command(this, async (context) => {
       const body = await this.call({ operation: 'Sys.GetConfig', method: 'GET' }, context);
       const device = (body as { device?: unknown }).device;
       if (!device || typeof device !== 'object') throw new BadResponseError('Sys.GetConfig', 'no device object');
       return device as DeviceInfo;
-    });
+    }, options);
   }
 
   /** Device info plus one read of the serial number: shows that the mode and the namespace work, and which namespace. */
@@ -252,13 +275,13 @@ export class DeviceClient extends EventEmitter {
    * Changes the device password (User.SetConfig) from the current one to `newPassword`. On success the
    * client uses the new password for everything that follows.
    */
-  async changePassword(newPassword: string): Promise<void> {
+  async changePassword(newPassword: string, options: JobOptions = {}): Promise<void> {
     if (this.auth !== 'digest') {
       throw new ValidationError('authentication', 'none (HTTP mode)', 'HTTP + Digest: a device password exists only in that mode');
     }
     checkPassword(newPassword, 'new password');
     checkPassword(this.password, 'current password');
-    return this.scheduler.command(async (context) => {
+    return this.queue.command(this, async (context) => {
       const encrypted = encryptPassword(this.password, newPassword);
       const body = await this.call(
         { operation: 'User.SetConfig', method: 'POST', config: { Password: encrypted.ciphertext }, realm: encrypted.tag, nonce: encrypted.nonce },
@@ -267,22 +290,34 @@ export class DeviceClient extends EventEmitter {
       if ((body as { result?: unknown }).result !== true) throw new RefusedError('the password change', 'the current password may be wrong');
       this.password = newPassword;
       this.authorizedOnce = true;
-    });
+    }, options);
   }
 
-  /** Rejects whatever waits, aborts what is in flight and stops every timer. */
+  /**
+   * Rejects whatever of this client waits; what is in flight is aborted when no other client uses the device (else
+   * it runs to its end, so that the next request cannot reach a device still busy with it).
+   */
   close(): void {
-    this.scheduler.close();
+    if (this.closed) return;
+    this.closed = true;
+    this.queue.detach(this);
     this.removeAllListeners();
   }
 
-  private async getData(addresses: number[], context: RequestContext): Promise<Record<string, unknown>> {
+  /** Drops the waiting work of `owner` (a session). */
+  closeOwner(owner: object): void {
+    this.queue.close(owner);
+  }
+
+  /** One GetData request (for the queue, which merges the callers' reads into it). */
+  async readBatch(addresses: number[], context: RequestContext): Promise<Record<string, unknown>> {
     const { operation, body } = await this.dataCall('GetData', { t: addresses }, context);
     if (Array.isArray(body)) throw new BadResponseError(operation, 'an array instead of an object');
     return body as Record<string, unknown>;
   }
 
-  private async setData(address: number, values: number[], context: RequestContext): Promise<void> {
+  /** One SetData request (for the queue). */
+  async writeRange(address: number, values: number[], context: RequestContext): Promise<void> {
     const { operation, body } = await this.dataCall('SetData', { f: 16, t: address, v: values }, context);
     const result = (body as { result?: unknown }).result;
     if (result === true) return;
@@ -320,12 +355,21 @@ export class DeviceClient extends EventEmitter {
     throw new HttpStatusError(NAMESPACES.map((n) => `${n}.${kind}`).join(' and '), status, 'no namespace');
   }
 
-  /** One operation: a pre-emptive digest request (or none in HTTP mode), and once more if a digest challenge comes. */
+  /**
+   * One operation: a pre-emptive digest request (or none in HTTP mode), once more if a digest challenge comes, and
+   * once more after the next interval if the device answers 503 (it was busy, or the request came too early: it has
+   * not been carried out).
+   */
   private async call(call: Call, context: RequestContext): Promise<unknown> {
     try {
       const target = `/rpc/${call.operation}` + (call.config === undefined ? '' : `?config=${encodeURIComponent(JSON.stringify(call.config))}`);
       // An empty opaque, as in the vendor's own worked example (field notes).
-      let answer = await this.send(call, target, { realm: call.realm ?? CLIENT_REALM, nonce: call.nonce ?? randomNonce(), opaque: '' }, context);
+      const seed = () => ({ realm: call.realm ?? CLIENT_REALM, nonce: call.nonce ?? randomNonce(), opaque: '' });
+      let answer = await this.send(call, target, seed(), context);
+      if (answer.status === 503) {
+        context.tooEarly();
+        answer = await this.send(call, target, seed(), context);
+      }
       const challenge = answer.headers['www-authenticate'];
       // User.SetConfig's realm carries the GCM tag: a server realm cannot replace it.
       if (answer.status === 401 && this.auth === 'digest' && call.realm === undefined && typeof challenge === 'string' && /^\s*Digest\s/i.test(challenge)) {
@@ -350,7 +394,7 @@ export class DeviceClient extends EventEmitter {
       headers.Authorization = typeof digest === 'string' ? await answerChallenge(request, digest) : await digestAuthorization(request, digest);
     }
     await context.gate();
-    return exchange({
+    const answer = await exchange({
       host: this.host,
       port: this.port,
       method: call.method,
@@ -359,8 +403,10 @@ export class DeviceClient extends EventEmitter {
       timeoutMs: this.timeoutMs,
       operation: call.operation,
       signal: context.signal,
-      onConnected: context.connected,
+      onConnected: context.sent,
     });
+    context.answered();
+    return answer;
   }
 
   private interpret(call: Call, answer: HttpAnswer): unknown {
@@ -401,4 +447,54 @@ function stateOf(error: unknown): ConnectionState | undefined {
     if (error.code === 'CLOSED') return undefined;
   }
   return 'error';
+}
+
+/** One user's handle on a client: the same operations, and close() drops this user's waiting work only. */
+export class ClientSession implements DeviceOperations {
+  private closed = false;
+
+  constructor(readonly client: DeviceClient) {}
+
+  get limits(): Required<WriteLimits> {
+    return this.client.limits;
+  }
+
+  read(addresses: readonly number[], options?: OperationOptions): Promise<ReadResult> {
+    return this.run(() => this.client.read(addresses, this.own(options)));
+  }
+
+  write(point: string | number | WritePoint, values: unknown, options?: OperationOptions): Promise<WriteResult> {
+    return this.run(() => this.client.write(point, values, this.own(options)));
+  }
+
+  setRealTime(state: number, power: number, soc: number, options?: OperationOptions): Promise<WriteResult> {
+    return this.run(() => this.client.setRealTime(state, power, soc, this.own(options)));
+  }
+
+  getDeviceInfo(options?: OperationOptions): Promise<DeviceInfo> {
+    return this.run(() => this.client.getDeviceInfo(this.own(options)));
+  }
+
+  changePassword(newPassword: string, options?: OperationOptions): Promise<void> {
+    return this.run(() => this.client.changePassword(newPassword, this.own(options)));
+  }
+
+  knownValue(address: number, maxAgeMs?: number): KnownValue | undefined {
+    return this.client.knownValue(address, maxAgeMs);
+  }
+
+  /** Settles this user's waiting work with CLOSED; later calls fail with CLOSED. */
+  close(): void {
+    if (this.closed) return;
+    this.closed = true;
+    this.client.closeOwner(this);
+  }
+
+  private own(options: OperationOptions = {}): JobOptions {
+    return { ...options, owner: this };
+  }
+
+  private run<T>(operation: () => Promise<T>): Promise<T> {
+    return this.closed ? Promise.reject(new ClientClosedError()) : operation();
+  }
 }

@@ -1,10 +1,11 @@
 /**
  * Real-time control without Node-RED: turns a payload (one signed number of watts, or {state, power, soc})
  * into the three-value write of 47015, checks it against the catalogue or clamps it into range, decides when
- * a repeated setpoint may be skipped, and when the working mode must be read or switched first.
+ * a repeated setpoint may be skipped, and (RealTimeController) sends setpoints, switching the working mode first where
+ * needed.
  */
 import { CONTROL_STATES, REAL_TIME, pointByName, validateWrite, writePointByAddress, type WritePoint } from './catalogue';
-import { ValidationError } from './errors';
+import { RefusedError, ValidationError } from './errors';
 import { decimalNumber } from './numbers';
 
 export type ControlStateName = 'standby' | 'charge' | 'discharge';
@@ -180,44 +181,176 @@ export interface SentSetpoint {
   code: number;
   power: number;
   soc: number;
-  /** ms timestamp of the send. */
+  /** ms timestamp of the device's acknowledgement. */
   at: number;
 }
 
-/** True when `next` equals the setpoint sent less than `repeatMs` ago (0 = never skip). */
+/** True when `next` equals the setpoint acknowledged less than `repeatMs` ago (0 = never skip). */
 export function isRepeat(last: SentSetpoint | undefined, next: ControlCommand, now: number, repeatMs: number): boolean {
   if (!(repeatMs > 0) || !last) return false;
-  const same = last.code === next.code && last.power === next.power && last.soc === next.soc;
-  return same && now >= last.at && now - last.at < repeatMs;
+  return sameSetpoint(last, next) && now >= last.at && now - last.at < repeatMs;
 }
 
-export type ModeAction = 'read' | 'switch' | 'none';
+function sameSetpoint(a: { code: number; power: number; soc: number }, b: { code: number; power: number; soc: number }): boolean {
+  return a.code === b.code && a.power === b.power && a.soc === b.soc;
+}
+
+/** Largest repeat and re-check time in seconds: a week (a timer gains nothing beyond it). */
+export const MAX_CONTROL_SECONDS = 604800;
+
+/** Settings of the controller beside the payload defaults. */
+export interface ControllerSettings extends ControlOptions {
+  /** Switch the working mode to real-time control when it is not (or not known to be). */
+  switchMode: boolean;
+  /** Within this time the same acknowledged setpoint is not sent again; 0: always send. */
+  repeatMs: number;
+  /** What is known of the working mode is trusted this long; 0: until a control write is refused. */
+  modeCheckMs: number;
+}
+
+/** A control node's settings as stored: numbers may come as text; empty means the default. */
+export interface ControlSettingsInput {
+  power?: unknown;
+  chargeSoc?: unknown;
+  dischargeSoc?: unknown;
+  clamp?: unknown;
+  switchMode?: unknown;
+  /** Seconds. */
+  repeat?: unknown;
+  /** Seconds. */
+  modeCheck?: unknown;
+}
 
 /**
- * What is known of the working mode. It is read once and remembered; read again after `recheckMs`
- * (0 = only after forget(), e.g. when the device refused a control write).
+ * A control node's settings, checked once at deploy against the catalogue and the device's power limit: each a
+ * decimal number in its range, or empty for the default. Throws a ValidationError naming the setting, the value and
+ * the allowed range.
  */
-export class WorkingModeMemory {
-  private known = false;
-  private mode: number | undefined;
-  private at = 0;
+export function controlSettings(input: ControlSettingsInput, powerLimit?: number): ControllerSettings {
+  const number = (value: unknown, fallback: number, field: string, min: number, max: number, unit: string): number => {
+    if (value === undefined || value === null || value === '') return fallback;
+    const parsed = decimalNumber(value);
+    if (parsed === undefined || parsed < min || parsed > max) throw new ValidationError(field, value, `${min} to ${max} ${unit}`);
+    return parsed;
+  };
+  const { power, soc } = CONTROL_LIMITS;
+  return {
+    power: number(input.power, CONTROL_DEFAULTS.power, 'power', power.min, powerLimit ?? power.max, 'W'),
+    chargeSoc: number(input.chargeSoc, CONTROL_DEFAULTS.chargeSoc, 'charge SOC', soc.min, soc.max, '%'),
+    dischargeSoc: number(input.dischargeSoc, CONTROL_DEFAULTS.dischargeSoc, 'discharge SOC', soc.min, soc.max, '%'),
+    clamp: input.clamp === true,
+    switchMode: input.switchMode !== false,
+    repeatMs: number(input.repeat, CONTROL_DEFAULTS.repeatSeconds, 'repeat time', 0, MAX_CONTROL_SECONDS, 's') * 1000,
+    modeCheckMs: number(input.modeCheck, CONTROL_DEFAULTS.modeCheckSeconds, 'mode re-check time', 0, MAX_CONTROL_SECONDS, 's') * 1000,
+    powerLimit,
+  };
+}
 
-  constructor(private readonly recheckMs: number) {}
+/** What the controller needs of a client (a flow node's session). */
+export interface ControlTarget {
+  write(point: number, values: unknown): Promise<{ status: 'written' | 'superseded' }>;
+  setRealTime(state: number, power: number, soc: number): Promise<{ status: 'written' | 'superseded' }>;
+  /** The last value read from or accepted at `address` (at: performance.now()), if not older than `maxAgeMs`. */
+  knownValue(address: number, maxAgeMs?: number): { value: unknown; at: number } | undefined;
+}
 
-  /** What to do before a control write at `now`. */
-  next(now: number): ModeAction {
-    if (!this.known || (this.recheckMs > 0 && now - this.at >= this.recheckMs)) return 'read';
-    return this.mode === REAL_TIME.mode ? 'none' : 'switch';
+export interface ControlOutcome {
+  /** written: the device acknowledged it; repeat: skipped, the device has it; superseded: a newer write replaced it. */
+  status: 'written' | 'repeat' | 'superseded';
+  /** The working mode was switched to real-time control for it. */
+  modeChanged: boolean;
+}
+
+/**
+ * Real-time control over a client: sends setpoints, switching the working mode where needed, and skips a repeat only
+ * of what the device acknowledged. The working mode is taken from what anyone in the process last read or wrote at
+ * 7101/47005 (so a redeploy or a monitoring read spares a request); when nothing is known it is written without
+ * reading first, which is safe because the node switches it anyway. A refused setpoint means the mode was changed
+ * elsewhere: it is switched back and the setpoint sent once more.
+ */
+export class RealTimeController {
+  private acknowledged: SentSetpoint | undefined;
+  private underWay: { command: ControlCommand; outcome: Promise<ControlOutcome> } | undefined;
+  private modeSwitch: Promise<boolean> | undefined;
+  /** performance.now() of a refused setpoint: what was known of the mode before it no longer counts. */
+  private modeDoubtedAt = -Infinity;
+
+  constructor(
+    private readonly target: ControlTarget,
+    private readonly settings: ControllerSettings,
+    private readonly onSwitching: () => void = () => undefined,
+  ) {}
+
+  /**
+   * Sends `command` unless it repeats an acknowledged setpoint within the repeat time (`force`: send anyway);
+   * `onSending` is called when it is decided to send.
+   */
+  async apply(command: ControlCommand, force = false, onSending: () => void = () => undefined): Promise<ControlOutcome> {
+    if (!force && this.isRepeat(command)) return { status: 'repeat', modeChanged: false };
+    const earlier = this.underWay;
+    if (!force && earlier && sameSetpoint(earlier.command, command)) {
+      // The same setpoint is on its way: its outcome decides, so that a failure of it does not lose this one.
+      await earlier.outcome.catch(() => undefined);
+      if (this.isRepeat(command)) return { status: 'repeat', modeChanged: false };
+    }
+    onSending();
+    const outcome = this.send(command);
+    const entry = { command, outcome };
+    this.underWay = entry;
+    try {
+      return await outcome;
+    } finally {
+      if (this.underWay === entry) this.underWay = undefined;
+    }
   }
 
-  /** `mode` undefined: the device did not report it, so a switch is due. */
-  remember(mode: number | undefined, now: number): void {
-    this.known = true;
-    this.mode = mode;
-    this.at = now;
+  private isRepeat(command: ControlCommand): boolean {
+    return isRepeat(this.acknowledged, command, Date.now(), this.settings.repeatMs);
   }
 
-  forget(): void {
-    this.known = false;
+  private async send(command: ControlCommand): Promise<ControlOutcome> {
+    const { switchMode } = this.settings;
+    let modeChanged = switchMode ? await this.ensureMode() : false;
+    let result;
+    try {
+      result = await this.target.setRealTime(...controlValues(command));
+    } catch (error) {
+      if (!(error instanceof RefusedError) || !switchMode || modeChanged) throw error;
+      this.modeDoubtedAt = performance.now();
+      modeChanged = await this.ensureMode();
+      if (!modeChanged) throw error;
+      result = await this.target.setRealTime(...controlValues(command));
+    }
+    if (result.status !== 'written') return { status: 'superseded', modeChanged };
+    this.acknowledged = { code: command.code, power: command.power, soc: command.soc, at: Date.now() };
+    return { status: 'written', modeChanged };
+  }
+
+  /**
+   * The working mode as last read or written, unless older than the re-check time or doubted since. An accepted
+   * control write shows real-time control as well: the device refuses it in any other mode.
+   */
+  private knownMode(): number | undefined {
+    const maxAge = this.settings.modeCheckMs > 0 ? this.settings.modeCheckMs : Infinity;
+    const fact = (address: number, mode?: number) => {
+      const known = this.target.knownValue(address, maxAge);
+      return known && known.at > this.modeDoubtedAt ? { mode: mode ?? decimalNumber(known.value), at: known.at } : undefined;
+    };
+    const facts = [fact(WORKING_MODE_READ_ADDRESS), fact(REAL_TIME.modeAddress), fact(REAL_TIME.stateAddress, REAL_TIME.mode)];
+    const newest = facts.reduce((a, b) => (b !== undefined && (a === undefined || b.at > a.at) ? b : a), undefined);
+    return newest?.mode;
+  }
+
+  /** Writes the real-time control mode unless it is known to be set; true when written. Concurrent calls share one. */
+  private ensureMode(): Promise<boolean> {
+    if (this.knownMode() === REAL_TIME.mode) return Promise.resolve(false);
+    this.modeSwitch ??= (async () => {
+      this.onSwitching();
+      const outcome = await this.target.write(REAL_TIME.modeAddress, REAL_TIME.mode);
+      return outcome.status === 'written';
+    })().finally(() => {
+      this.modeSwitch = undefined;
+    });
+    return this.modeSwitch;
   }
 }

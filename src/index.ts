@@ -7,7 +7,6 @@ export * from './client';
 export * from './scheduler';
 export * from './digest';
 export * from './password-crypto';
-export * from './client-pool';
 export * from './discovery';
 export * from './simulator';
 export * from './control';

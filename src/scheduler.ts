@@ -1,127 +1,85 @@
 /**
- * Per-device request scheduler. The device takes one request at a time, at least a second apart, so
- * every operation of every flow goes through one queue per device:
- * - one request in flight at a time, starts at least `minIntervalMs` apart;
- * - waiting reads are merged into as few GetData requests as the address limit allows;
- * - writes (and other commands) go before reads, yet a waiting read gets its turn after two of them, so a control
- *   loop that writes every second cannot starve monitoring; a newer write to an address replaces a waiting one;
- * - the queue is bounded, and close() rejects whatever waits and aborts what is in flight.
- * The spacing itself is kept by a DeviceLine that every scheduler of one device shares, so that two clients
- * (two configurations, or the old and new client across a redeploy) never overlap either.
+ * One request queue per device, shared by every client in the process that talks to it (every configuration,
+ * the old and the new flows across a redeploy). The device takes one request at a time, at least the minimum
+ * interval apart, so this is the one place where that rule is kept:
+ * - one request in flight; each reaches the device at least the interval after the one before, plus a margin that
+ *   follows what the connection shows (the spread of answer times, and a 503 for a request that came too early);
+ * - waiting reads of clients with the same credentials are merged into GetData requests of at most 50 addresses,
+ *   filled in turn from every caller, so a small read never waits behind a large one;
+ * - when reads and commands both wait they take turns, so neither a control loop nor a large read starves the other;
+ * - a write to addresses that a waiting write also covers is folded into it: it keeps its place in the queue and
+ *   the values the newer write leaves out; the older caller learns that it was superseded;
+ * - every job has an owner (a flow node's session, or the client): closing the owner drops its waiting work
+ *   without touching anybody else's.
  */
 import { ClientClosedError, QueueFullError } from './errors';
 
+/** Least margin on top of the minimum interval: arrival times at the device vary by a few ms even on loopback. */
+const BASE_MARGIN_MS = 10;
+/** Margin while too few answers have been timed to know the connection's spread. */
+const PRIOR_MARGIN_MS = 100;
+const MAX_MARGIN_MS = 400;
+/** Margin added for each 503 (a request the device found too early); it decays by 1 ms per answer. */
+const TOO_EARLY_STEP_MS = 25;
 /**
- * Starts are spaced by a few milliseconds more than the minimum, because the device measures arrival
- * times and connection set-up time varies a little from one request to the next.
+ * What the device said stays known this long after its last client left: long enough for a redeploy, short enough
+ * that another device later found at the same address is not taken for this one.
  */
-const ARRIVAL_JITTER_MS = 15;
+const KNOWN_AFTER_LAST_CLIENT_MS = 10000;
+/** Answer times kept to estimate the spread of one-way delays. */
+const TIMING_WINDOW = 16;
+const MIN_TIMED_ANSWERS = 8;
 
-/** Commands that may run in a row while reads wait: writes come first, but reads must not wait for ever. */
-const MAX_COMMANDS_BEFORE_WAITING_READ = 2;
+/**
+ * How far the next request must be held back beyond the interval so that network jitter cannot bring it to the
+ * device too early. The request reaches the device one one-way delay after it leaves; two requests' delays differ
+ * by at most the spread of one-way delays. That is bounded by the spread of answer times (there and back), which a
+ * few samples underestimate (with 0 to 50 ms each way, 16 answers span about 80 ms, half of it is too little).
+ */
+export class ArrivalMargin {
+  private readonly answerTimes: number[] = [];
+  private tooEarly = 0;
 
-/** One device's request line: one request at a time, starts at least the interval apart. */
-export class DeviceLine {
-  private lastStart = -Infinity;
-  private holder: object | undefined;
-  private readonly waiting: (() => void)[] = [];
-
-  /** Milliseconds until a request could start after the last one, at this interval. */
-  delayFor(minIntervalMs: number): number {
-    return Math.max(0, this.lastStart + minIntervalMs + ARRIVAL_JITTER_MS - performance.now());
+  answered(durationMs: number): void {
+    this.answerTimes.push(durationMs);
+    if (this.answerTimes.length > TIMING_WINDOW) this.answerTimes.shift();
+    this.tooEarly = Math.max(0, this.tooEarly - 1);
   }
 
-  /** Waits until the line is free and the interval has passed, then holds it for `holder`. */
-  async acquire(holder: object, minIntervalMs: number, signal: AbortSignal): Promise<void> {
-    while (this.holder !== undefined) {
-      await this.wait((resolve) => {
-        this.waiting.push(resolve);
-        return () => this.waiting.splice(this.waiting.indexOf(resolve) >>> 0, 1);
-      }, signal);
-    }
-    this.holder = holder;
-    try {
-      let delay: number;
-      while ((delay = this.delayFor(minIntervalMs)) > 0) {
-        await this.wait((resolve) => {
-          const timer = setTimeout(resolve, delay);
-          return () => clearTimeout(timer);
-        }, signal);
-      }
-    } catch (error) {
-      this.release(holder);
-      throw error;
-    }
-    this.lastStart = performance.now();
+  /** The device answered 503: hold requests back more. */
+  rejectedAsEarly(): void {
+    this.tooEarly = Math.min(MAX_MARGIN_MS, this.tooEarly + TOO_EARLY_STEP_MS);
   }
 
-  /**
-   * The request of `holder` is only now going out (its connection took a while to open): count the interval from
-   * here, so that the next request cannot reach the device sooner than the interval after this one.
-   */
-  restartClock(holder: object): void {
-    if (this.holder === holder) this.lastStart = performance.now();
+  get ms(): number {
+    const spread =
+      this.answerTimes.length < MIN_TIMED_ANSWERS ? PRIOR_MARGIN_MS : Math.max(...this.answerTimes) - Math.min(...this.answerTimes);
+    return Math.min(MAX_MARGIN_MS, Math.ceil(BASE_MARGIN_MS + spread + this.tooEarly));
   }
-
-  release(holder: object): void {
-    if (this.holder !== holder) return;
-    this.holder = undefined;
-    this.waiting.shift()?.();
-  }
-
-  /** Resolves when `start` calls back; on abort, undoes what `start` set up and rejects with CLOSED. */
-  private wait(start: (resolve: () => void) => () => void, signal: AbortSignal): Promise<void> {
-    return new Promise<void>((resolve, reject) => {
-      if (signal.aborted) {
-        reject(new ClientClosedError());
-        return;
-      }
-      const onAbort = () => {
-        undo();
-        reject(new ClientClosedError());
-      };
-      const undo = start(() => {
-        signal.removeEventListener('abort', onAbort);
-        resolve();
-      });
-      signal.addEventListener('abort', onAbort, { once: true });
-    });
-  }
-}
-
-const lines = new Map<string, DeviceLine>();
-
-/** The line of the device at host:port, shared by every client in this process. */
-export function deviceLine(host: string, port: number): DeviceLine {
-  const key = `${host.trim().toLowerCase()}:${port}`;
-  let line = lines.get(key);
-  if (!line) {
-    line = new DeviceLine();
-    lines.set(key, line);
-  }
-  return line;
 }
 
 /**
- * Handed to each executor: `gate` waits for the next allowed start (call it before every request), `connected`
- * marks the moment the request's connection is up.
+ * Handed to each job: `gate` waits for the next allowed start (call it before every request of the job),
+ * `sent` marks the moment the request leaves (its connection is up), `answered` the moment its answer is in,
+ * `tooEarly` a 503.
  */
 export interface RequestContext {
   gate: () => Promise<void>;
-  connected: () => void;
+  sent: () => void;
+  answered: () => void;
+  tooEarly: () => void;
   signal: AbortSignal;
 }
 
-export interface SchedulerOptions {
-  minIntervalMs: number;
-  /** The device's line; a scheduler of its own by default. */
-  line?: DeviceLine;
-  maxQueue: number;
-  maxAddressesPerRead: number;
-  /** One GetData request for these addresses; resolves with the answer object. */
-  readBatch: (addresses: number[], context: RequestContext) => Promise<Record<string, unknown>>;
-  /** One SetData request. */
-  write: (address: number, values: number[], context: RequestContext) => Promise<void>;
+/** What a client gives the queue to run its jobs: its requests, its credentials' merge key, its settings. */
+export interface QueueMember {
+  /** Reads of members with equal keys (same credentials, mode, namespace) may share one request. */
+  readonly mergeKey: string;
+  readonly minIntervalMs: number;
+  readonly maxQueue: number;
+  readonly maxAddressesPerRead: number;
+  readBatch(addresses: number[], context: RequestContext): Promise<Record<string, unknown>>;
+  writeRange(address: number, values: number[], context: RequestContext): Promise<void>;
 }
 
 export interface ReadOutcome {
@@ -132,111 +90,183 @@ export interface ReadOutcome {
 
 export type WriteStatus = 'written' | 'superseded';
 
-interface ReadJob {
+export interface JobOptions {
+  /** Whose job it is: close(owner) drops it. */
+  owner?: object;
+  /** Called when the job's first request is about to go out (it no longer waits). */
+  onStart?: () => void;
+}
+
+interface Job {
+  member: QueueMember;
+  owner: object;
+  onStart?: () => void;
+  started: boolean;
+  settled: boolean;
+  reject: (error: Error) => void;
+}
+
+interface ReadJob extends Job {
   pending: Set<number>;
   values: Map<number, unknown>;
   missing: number[];
   resolve: (outcome: ReadOutcome) => void;
-  reject: (error: Error) => void;
 }
 
-interface CommandJob {
-  /** Set for writes: the address whose newer write replaces this one. */
-  writeAddress?: number;
+interface CommandJob extends Job {
+  /** Set for writes: the first address and the values, which a newer overlapping write may fold into. */
+  write?: { address: number; values: number[] };
   run: (context: RequestContext) => Promise<unknown>;
-  resolve: (value: never) => void;
-  reject: (error: Error) => void;
+  resolve: (value: unknown) => void;
 }
 
-export class RequestScheduler {
-  private readonly options: SchedulerOptions;
+/** What the device last said (a read) or accepted (a write) at an address, and when. */
+export interface KnownValue {
+  value: unknown;
+  at: number;
+}
+
+export class DeviceQueue {
+  private readonly members = new Set<QueueMember>();
   private readonly commands: CommandJob[] = [];
   private readonly reads: ReadJob[] = [];
-  private readonly abort = new AbortController();
-  private readonly line: DeviceLine;
+  private readonly known = new Map<number, KnownValue>();
+  readonly margin = new ArrivalMargin();
+  /** When the last request left, and the interval it asked for. */
+  private lastSent = -Infinity;
+  private lastInterval = 0;
+  /** When the request in flight left (for its answer time). */
+  private sentAt: number | undefined;
+  private lastTurn: 'read' | 'command' = 'read';
+  /** When the last member left (performance.now()). */
+  private lastLeft = -Infinity;
   private running = false;
-  private closed = false;
-  /** Commands run in a row while a read was waiting. */
-  private commandsAheadOfReads = 0;
-  private wakeTimer: NodeJS.Timeout | undefined;
-  private wake: (() => void) | undefined;
   private kick: NodeJS.Immediate | undefined;
+  private sleep: { timer: NodeJS.Timeout; wake: () => void } | undefined;
+  private inFlight: AbortController | undefined;
+  /** The jobs of the request being prepared, whose members' intervals it must respect. */
+  private current: Job[] = [];
   /** Requests started so far (each HTTP request, including a digest challenge's answer). */
   requestCount = 0;
 
-  constructor(options: SchedulerOptions) {
-    this.options = options;
-    this.line = options.line ?? new DeviceLine();
-  }
-
+  /** Jobs waiting for a request (not those of the request under way). */
   get size(): number {
-    return this.commands.length + this.reads.length;
+    const waiting = (job: Job) => !this.current.includes(job);
+    return this.commands.filter(waiting).length + this.reads.filter(waiting).length;
   }
 
-  read(addresses: readonly number[]): Promise<ReadOutcome> {
+  attach(member: QueueMember): void {
+    if (this.members.size === 0 && performance.now() - this.lastLeft > KNOWN_AFTER_LAST_CLIENT_MS) this.known.clear();
+    this.members.add(member);
+  }
+
+  /** The member leaves: its waiting work is rejected; with nobody left, what is in flight is aborted. */
+  detach(member: QueueMember): void {
+    if (!this.members.delete(member)) return;
+    this.drop((job) => job.member === member);
+    if (this.members.size === 0) {
+      this.lastLeft = performance.now();
+      this.inFlight?.abort();
+      this.wakeUp();
+    }
+  }
+
+  /** Drops the jobs of `owner`: waiting ones and one in flight are settled with CLOSED; others' jobs go on. */
+  close(owner: object): void {
+    this.drop((job) => job.owner === owner);
+  }
+
+  /** The last value read from or accepted at `address`, if not older than `maxAgeMs`. */
+  knownValue(address: number, maxAgeMs = Infinity): KnownValue | undefined {
+    const known = this.known.get(address);
+    return known && performance.now() - known.at <= maxAgeMs ? known : undefined;
+  }
+
+  read(member: QueueMember, addresses: readonly number[], options: JobOptions = {}): Promise<ReadOutcome> {
     return new Promise((resolve, reject) => {
-      if (!this.admit(reject)) return;
-      this.reads.push({ pending: new Set(addresses), values: new Map(), missing: [], resolve, reject });
+      if (!this.admit(member, reject)) return;
+      this.reads.push({ ...this.job(member, options, reject), pending: new Set(addresses), values: new Map(), missing: [], resolve });
       this.schedule();
     });
   }
 
-  write(address: number, values: number[]): Promise<WriteStatus> {
+  write(member: QueueMember, address: number, values: number[], options: JobOptions = {}): Promise<WriteStatus> {
     return new Promise((resolve, reject) => {
-      const older = this.commands.findIndex((job) => job.writeAddress === address);
+      if (!this.members.has(member)) {
+        reject(new ClientClosedError());
+        return;
+      }
+      const older = this.commands.findIndex(
+        (job) => job.write !== undefined && !job.started && job.member.mergeKey === member.mergeKey && overlaps(job.write, address, values.length),
+      );
+      if (older < 0 && !this.admit(member, reject)) return;
+      let write = { address, values };
       if (older >= 0) {
-        // Last write wins: the waiting value is never sent; its caller learns it was superseded.
-        const [replaced] = this.commands.splice(older, 1) as [CommandJob];
-        (replaced.resolve as (status: WriteStatus) => void)('superseded');
-      } else if (!this.admit(reject)) return;
-      this.commands.push({
-        writeAddress: address,
+        const replaced = this.commands[older]!;
+        write = fold(replaced.write!, write);
+        replaced.settled = true;
+        replaced.resolve('superseded');
+      }
+      const job: CommandJob = {
+        ...this.job(member, options, reject),
+        write,
         run: async (context) => {
-          await this.options.write(address, values, context);
+          await member.writeRange(write.address, write.values, context);
+          write.values.forEach((value, i) => this.known.set(write.address + i, { value, at: performance.now() }));
           return 'written';
         },
-        resolve: resolve,
-        reject,
-      });
+        resolve: resolve as (value: unknown) => void,
+      };
+      // The newer write takes the older one's place: writes to other addresses queued in between stay behind it.
+      if (older >= 0) this.commands.splice(older, 1, job);
+      else this.commands.push(job);
       this.schedule();
     });
   }
 
   /** Any other single operation (device info, password change), in order with the writes. */
-  command<T>(run: (context: RequestContext) => Promise<T>): Promise<T> {
+  command<T>(member: QueueMember, run: (context: RequestContext) => Promise<T>, options: JobOptions = {}): Promise<T> {
     return new Promise<T>((resolve, reject) => {
-      if (!this.admit(reject)) return;
-      this.commands.push({ run, resolve: resolve, reject });
+      if (!this.admit(member, reject)) return;
+      this.commands.push({ ...this.job(member, options, reject), run, resolve: resolve as (value: unknown) => void });
       this.schedule();
     });
   }
 
-  close(): void {
-    if (this.closed) return;
-    this.closed = true;
-    if (this.kick) clearImmediate(this.kick);
-    clearTimeout(this.wakeTimer);
-    this.wake?.();
-    this.abort.abort();
-    const error = new ClientClosedError();
-    for (const job of this.commands.splice(0)) job.reject(error);
-    for (const job of this.reads.splice(0)) job.reject(error);
+  private job(member: QueueMember, options: JobOptions, reject: (error: Error) => void): Job {
+    return { member, owner: options.owner ?? member, onStart: options.onStart, started: false, settled: false, reject };
   }
 
-  private admit(reject: (error: Error) => void): boolean {
-    if (this.closed) {
+  private admit(member: QueueMember, reject: (error: Error) => void): boolean {
+    if (!this.members.has(member)) {
       reject(new ClientClosedError());
       return false;
     }
-    if (this.size >= this.options.maxQueue) {
-      reject(new QueueFullError(this.options.maxQueue));
+    if (this.size >= member.maxQueue) {
+      reject(new QueueFullError(member.maxQueue));
       return false;
     }
     return true;
   }
 
+  private drop(matches: (job: Job) => boolean): void {
+    const error = new ClientClosedError();
+    for (const list of [this.commands, this.reads] as Job[][]) {
+      for (let i = list.length - 1; i >= 0; i--) {
+        const job = list[i]!;
+        if (!matches(job)) continue;
+        list.splice(i, 1);
+        if (job.settled) continue;
+        job.settled = true;
+        // A job whose request is out may have been carried out: the caller must not assume either way.
+        job.reject(job.started ? new ClientClosedError(true) : error);
+      }
+    }
+    if (this.size === 0) this.wakeUp();
+  }
+
   private schedule(): void {
-    if (this.running || this.closed) return;
+    if (this.running) return;
     this.running = true;
     // Start on the next turn so that requests made in the same tick are merged.
     this.kick = setImmediate(() => {
@@ -247,74 +277,115 @@ export class RequestScheduler {
 
   private async pump(): Promise<void> {
     try {
-      while (!this.closed && this.size > 0) {
-        // Wait before choosing the job, so reads that arrive meanwhile join the batch and writes overtake them.
-        await this.sleepUntilAllowed();
-        if (this.closed) break;
-        try {
-          const readsWait = this.reads.length > 0;
-          if (this.commands.length > 0 && !(readsWait && this.commandsAheadOfReads >= MAX_COMMANDS_BEFORE_WAITING_READ)) {
-            this.commandsAheadOfReads = readsWait ? this.commandsAheadOfReads + 1 : 0;
-            await this.runCommand(this.commands.shift()!);
-          } else {
-            this.commandsAheadOfReads = 0;
-            await this.runReadBatch();
-          }
-        } finally {
-          this.line.release(this);
+      while (this.size > 0) {
+        // Wait before choosing, so that reads arriving meanwhile join the batch and the turn is decided late.
+        await this.sleepUntil(this.lastSent + this.lastInterval + this.margin.ms);
+        if (this.size === 0) break;
+        const controller = new AbortController();
+        this.inFlight = controller;
+        const context = this.contextFor(controller.signal);
+        const readsWait = this.reads.length > 0;
+        if (this.commands.length > 0 && !(readsWait && this.lastTurn === 'command')) {
+          this.lastTurn = 'command';
+          await this.runCommand(this.commands[0]!, context);
+        } else {
+          this.lastTurn = 'read';
+          await this.runReads(context);
         }
+        this.inFlight = undefined;
+        this.current = [];
       }
     } finally {
       this.running = false;
     }
   }
 
-  private readonly context: RequestContext = {
-    gate: async () => {
-      // A second request of one job (a digest challenge's answer) queues on the line like any other.
-      this.line.release(this);
-      await this.line.acquire(this, this.options.minIntervalMs, this.abort.signal);
-      this.requestCount++;
-    },
-    connected: () => this.line.restartClock(this),
-    signal: this.abort.signal,
-  };
-
-  private sleepUntilAllowed(): Promise<void> {
-    const wait = this.line.delayFor(this.options.minIntervalMs);
-    if (wait <= 0 || this.closed) return Promise.resolve();
-    return new Promise((resolve) => {
-      this.wake = resolve;
-      this.wakeTimer = setTimeout(() => {
-        this.wake = undefined;
-        resolve();
-      }, wait);
-    });
+  private contextFor(signal: AbortSignal): RequestContext {
+    let interval = 0;
+    return {
+      gate: async () => {
+        // The job's own interval may be longer than the last request's; a second request of one job (a digest
+        // challenge's answer) waits like any other.
+        interval = Math.max(interval, ...this.intervalsOfCurrentJob());
+        await this.sleepUntil(this.lastSent + Math.max(this.lastInterval, interval) + this.margin.ms, signal);
+        if (signal.aborted) throw new ClientClosedError(true);
+        this.lastSent = performance.now();
+        this.lastInterval = interval;
+        this.sentAt = undefined;
+        this.requestCount++;
+      },
+      sent: () => {
+        // Counted from here: a connection that took long to open must not bring the next request early.
+        this.lastSent = performance.now();
+        this.sentAt = this.lastSent;
+      },
+      answered: () => {
+        if (this.sentAt !== undefined) this.margin.answered(performance.now() - this.sentAt);
+        this.sentAt = undefined;
+      },
+      tooEarly: () => this.margin.rejectedAsEarly(),
+      signal,
+    };
   }
 
-  private async runCommand(job: CommandJob): Promise<void> {
-    try {
-      job.resolve((await job.run(this.context)) as never);
-    } catch (error) {
-      job.reject(error as Error);
+  private intervalsOfCurrentJob(): number[] {
+    return this.current.map((job) => job.member.minIntervalMs);
+  }
+
+  private start(jobs: Job[]): void {
+    this.current = jobs;
+    for (const job of jobs) {
+      if (job.started) continue;
+      job.started = true;
+      job.onStart?.();
     }
   }
 
-  private async runReadBatch(): Promise<void> {
+  private async runCommand(job: CommandJob, context: RequestContext): Promise<void> {
+    this.start([job]);
+    let outcome: { value?: unknown; error?: Error };
+    try {
+      outcome = { value: await job.run(context) };
+    } catch (error) {
+      outcome = { error: error as Error };
+    }
+    const index = this.commands.indexOf(job);
+    if (index >= 0) this.commands.splice(index, 1);
+    if (job.settled) return;
+    job.settled = true;
+    if (outcome.error) job.reject(outcome.error);
+    else job.resolve(outcome.value);
+  }
+
+  /** One GetData for the oldest waiting read's credentials, filled in turn from each of their callers. */
+  private async runReads(context: RequestContext): Promise<void> {
+    const key = this.reads[0]!.member.mergeKey;
+    const jobs = this.reads.filter((job) => job.member.mergeKey === key);
+    const member = jobs[0]!.member;
     const batch = new Set<number>();
-    for (const job of this.reads) {
-      for (const address of job.pending) {
-        if (batch.size >= this.options.maxAddressesPerRead) break;
-        batch.add(address);
+    const queues = jobs.map((job) => [...job.pending]);
+    for (let round = 0, added = true; added && batch.size < member.maxAddressesPerRead; round++) {
+      added = false;
+      for (const queue of queues) {
+        while (round < queue.length && batch.has(queue[round]!)) queue.splice(round, 1);
+        if (round >= queue.length || batch.size >= member.maxAddressesPerRead) continue;
+        batch.add(queue[round]!);
+        added = true;
       }
     }
-    const participants = this.reads.filter((job) => [...job.pending].some((address) => batch.has(address)));
+    const participants = jobs.filter((job) => [...job.pending].some((address) => batch.has(address)));
+    this.start(participants);
     let answer: Record<string, unknown>;
     try {
-      answer = await this.options.readBatch([...batch], this.context);
+      answer = await member.readBatch([...batch], context);
     } catch (error) {
       for (const job of participants) this.finishRead(job, error as Error);
       return;
+    }
+    const now = performance.now();
+    for (const address of batch) {
+      const key = String(address);
+      if (Object.prototype.hasOwnProperty.call(answer, key)) this.known.set(address, { value: answer[key], at: now });
     }
     for (const job of participants) {
       for (const address of batch) {
@@ -329,9 +400,73 @@ export class RequestScheduler {
 
   private finishRead(job: ReadJob, error?: Error): void {
     const index = this.reads.indexOf(job);
-    if (index < 0) return;
-    this.reads.splice(index, 1);
+    if (index >= 0) this.reads.splice(index, 1);
+    if (job.settled) return;
+    job.settled = true;
     if (error) job.reject(error);
     else job.resolve({ values: job.values, missing: job.missing });
   }
+
+  /** Resolves at `time` (performance.now), at once when the queue empties, or (with a signal) when aborted. */
+  private sleepUntil(time: number, signal?: AbortSignal): Promise<void> {
+    const wait = time - performance.now();
+    if (wait <= 0 || signal?.aborted) return Promise.resolve();
+    return new Promise((resolve) => {
+      const done = () => {
+        clearTimeout(timer);
+        signal?.removeEventListener('abort', done);
+        if (this.sleep?.timer === timer) this.sleep = undefined;
+        resolve();
+      };
+      const timer = setTimeout(done, wait);
+      // The wait between requests can end early (nothing left to do); a job's own wait only by its abort.
+      if (signal) signal.addEventListener('abort', done, { once: true });
+      else this.sleep = { timer, wake: done };
+    });
+  }
+
+  /** Ends a wait between requests early when there is nothing left to wait for. */
+  private wakeUp(): void {
+    if (this.kick && this.size === 0) {
+      clearImmediate(this.kick);
+      this.kick = undefined;
+      this.running = false;
+    }
+    if (this.size === 0 || this.members.size === 0) this.sleep?.wake();
+  }
+}
+
+function overlaps(write: { address: number; values: number[] }, address: number, count: number): boolean {
+  return address < write.address + write.values.length && write.address < address + count;
+}
+
+/** The older write's range and values with the newer one's values laid over them. */
+function fold(older: { address: number; values: number[] }, newer: { address: number; values: number[] }): { address: number; values: number[] } {
+  const start = Math.min(older.address, newer.address);
+  const end = Math.max(older.address + older.values.length, newer.address + newer.values.length);
+  const values: number[] = [];
+  for (let address = start; address < end; address++) {
+    const fromNewer = address - newer.address;
+    const fromOlder = address - older.address;
+    values.push(fromNewer >= 0 && fromNewer < newer.values.length ? newer.values[fromNewer]! : older.values[fromOlder]!);
+  }
+  return { address: start, values };
+}
+
+const queues = new Map<string, DeviceQueue>();
+
+/** The queue of the device at host:port, shared by every client in this process. Hosts compare as addresses do. */
+export function deviceQueue(host: string, port: number): DeviceQueue {
+  const key = `${normaliseHost(host)}:${port}`;
+  let queue = queues.get(key);
+  if (!queue) {
+    queue = new DeviceQueue();
+    queues.set(key, queue);
+  }
+  return queue;
+}
+
+/** "[::1]" and "::1", "Battery.local" and "battery.local" name the same device. */
+export function normaliseHost(host: string): string {
+  return host.trim().replace(/^\[(.*)\]$/, '$1').toLowerCase();
 }

@@ -71,6 +71,10 @@ export interface SimulatorOptions {
   firmware?: string;
   advertisedIp?: string;
   slowDelayMs?: number;
+  /** Every answer comes this long after its request (the specification's response time is about 1 s): ms, or [min, max]. */
+  latencyMs?: number | readonly [number, number];
+  /** A request that arrives under the minimum interval after the one before, or while one is answered, gets 503 and is not carried out. */
+  rejectEarly?: boolean;
   /** Working mode at start (1, 4 or 5), default 1: 5 leaves the battery idle, so the meter shows the whole house. */
   workingMode?: number;
 }
@@ -89,6 +93,10 @@ export interface SimulatorStats {
   maxAddressesPerRead: number;
   protocolErrors: string[];
   udpQueries: number;
+  /** Requests answered 503 as too early (rejectEarly). */
+  rejectedEarly: number;
+  /** Smallest time between two arrivals, ms (undefined before the second request). */
+  minGapMs?: number;
 }
 
 export const SIMULATOR_DEFAULTS = {
@@ -182,6 +190,8 @@ export class DeviceSimulator {
   private readonly firmware: string;
   private readonly advertisedIp: string;
   private readonly slowDelayMs: number;
+  private readonly latency: readonly [number, number];
+  private readonly rejectEarly: boolean;
 
   private server: http.Server | undefined;
   private udp: dgram.Socket | undefined;
@@ -260,6 +270,10 @@ export class DeviceSimulator {
     this.firmware = options.firmware ?? SIMULATOR_DEFAULTS.firmware;
     this.advertisedIp = options.advertisedIp ?? advertisableAddress(this.host);
     this.slowDelayMs = options.slowDelayMs ?? SIMULATOR_DEFAULTS.slowDelayMs;
+    const latency = options.latencyMs ?? 0;
+    this.latency = typeof latency === 'number' ? [latency, latency] : latency;
+    if (!(this.latency[0] >= 0 && this.latency[1] >= this.latency[0])) throw new RangeError('latencyMs must be >= 0, or [min, max] with min <= max');
+    this.rejectEarly = options.rejectEarly === true;
 
     for (const write of WRITE_POINTS) {
       if (write.realTimeOnly) continue;
@@ -277,7 +291,7 @@ export class DeviceSimulator {
   }
 
   private static emptyStats(): SimulatorStats {
-    return { requests: 0, byOperation: {}, violations: [], maxAddressesPerRead: 0, protocolErrors: [], udpQueries: 0 };
+    return { requests: 0, byOperation: {}, violations: [], maxAddressesPerRead: 0, protocolErrors: [], udpQueries: 0, rejectedEarly: 0 };
   }
 
   // ---- lifecycle ----
@@ -382,6 +396,12 @@ export class DeviceSimulator {
 
   get workingMode(): number {
     return this.settingsByName.get('workingMode')!;
+  }
+
+  /** The owner changes the working mode in the app: no request of the client's shows it. */
+  changeWorkingMode(mode: number): void {
+    const point = pointByName('workingModeSetting') as WritePoint;
+    this.settingsByName.set('workingMode', validateWriteValue(point, mode, 'workingMode'));
   }
 
   /** Reported SOC (integer %). */
@@ -518,7 +538,7 @@ export class DeviceSimulator {
     const path = queryStart < 0 ? target : target.slice(0, queryStart);
     const query = queryStart < 0 ? '' : target.slice(queryStart + 1);
     const operation = path.startsWith('/rpc/') ? path.slice(5) : '';
-    this.recordArrival(arrival, path, operation, req, query);
+    const early = this.recordArrival(arrival, path, operation, req, query);
 
     this.inFlight++;
     let finished = false;
@@ -536,17 +556,23 @@ export class DeviceSimulator {
     req.on('error', () => undefined);
     req.on('end', () => {
       if (bodyBytes > 0 && req.method === 'POST') this.protocolError(`${operation || path}: POST with a non-empty body (${bodyBytes} bytes)`);
-      this.dispatch(req, res, path, operation, query);
+      if (early && this.rejectEarly) {
+        this.record.rejectedEarly++;
+        this.write(res, { status: 503, body: { code: 503, message: 'Service Unavailable' } });
+      } else this.dispatch(req, res, path, operation, query);
     });
   }
 
-  private recordArrival(arrival: number, path: string, operation: string, req: http.IncomingMessage, query: string): void {
+  /** Records the request; true when it came too early (under the interval, or while another is answered). */
+  private recordArrival(arrival: number, path: string, operation: string, req: http.IncomingMessage, query: string): boolean {
     const r = this.record;
     r.requests++;
     const key = operation && (operation in r.byOperation || Object.keys(r.byOperation).length < MAX_OPERATION_KEYS) ? operation : 'other';
     r.byOperation[key] = (r.byOperation[key] ?? 0) + 1;
     const gap = this.lastArrival === undefined ? undefined : arrival - this.lastArrival;
+    if (gap !== undefined) r.minGapMs = round(Math.min(r.minGapMs ?? Infinity, gap), 1);
     const atMs = round(arrival - this.startedAt, 1);
+    const early = this.inFlight > 0 || (gap !== undefined && gap < this.minIntervalMs);
     // One violation per request: a parallel call is also too close, but that is the worse fault.
     if (this.inFlight > 0) push(r.violations, { kind: 'parallel', atMs, ...(gap !== undefined ? { gapMs: round(gap, 1) } : {}), path });
     else if (gap !== undefined && gap < this.minIntervalMs) push(r.violations, { kind: 'interval', atMs, gapMs: round(gap, 1), path });
@@ -568,6 +594,7 @@ export class DeviceSimulator {
         }
       }
     }
+    return early;
   }
 
   private protocolError(text: string): void {
@@ -610,21 +637,27 @@ export class DeviceSimulator {
       case 'http503':
         this.write(res, { status: 503, body: { code: 503, message: 'Service Unavailable' } });
         return;
-      case 'slow': {
-        const timer = setTimeout(() => {
-          this.timers.delete(timer);
-          if (!res.destroyed && !res.writableEnded) this.answer(req, res, path, operation, query);
-        }, this.slowDelayMs);
-        this.timers.add(timer);
-        res.on('close', () => {
-          clearTimeout(timer);
-          this.timers.delete(timer);
-        });
+      case 'slow':
+        this.answerAfter(this.slowDelayMs, req, res, path, operation, query);
         return;
+      default: {
+        const [min, max] = this.latency;
+        if (max > 0) this.answerAfter(min + Math.random() * (max - min), req, res, path, operation, query);
+        else this.answer(req, res, path, operation, query);
       }
-      default:
-        this.answer(req, res, path, operation, query);
     }
+  }
+
+  private answerAfter(delayMs: number, req: http.IncomingMessage, res: http.ServerResponse, path: string, operation: string, query: string): void {
+    const timer = setTimeout(() => {
+      this.timers.delete(timer);
+      if (!res.destroyed && !res.writableEnded) this.answer(req, res, path, operation, query);
+    }, delayMs);
+    this.timers.add(timer);
+    res.on('close', () => {
+      clearTimeout(timer);
+      this.timers.delete(timer);
+    });
   }
 
   private answer(req: http.IncomingMessage, res: http.ServerResponse, path: string, operation: string, query: string): void {

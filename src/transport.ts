@@ -3,7 +3,7 @@
  * which fetch may not set, and an exact request target for the digest `uri`.
  */
 import http from 'node:http';
-import { ClientClosedError, TimeoutError, UnreachableError } from './errors';
+import { BadResponseError, ClientClosedError, TimeoutError, UnreachableError } from './errors';
 
 export interface HttpExchange {
   host: string;
@@ -67,7 +67,8 @@ export function exchange(request: HttpExchange): Promise<HttpAnswer> {
         res.on('data', (chunk: Buffer) => {
           size += chunk.length;
           if (size > MAX_BODY_BYTES) {
-            finish(new UnreachableError(`${request.host}:${request.port}`, Object.assign(new Error('answer too large'), { code: 'EMSGSIZE' })));
+            // The device is there but this is no answer of its kind.
+            finish(new BadResponseError(request.operation, `an answer of more than ${MAX_BODY_BYTES} bytes`));
             return;
           }
           chunks.push(chunk);

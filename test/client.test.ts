@@ -5,7 +5,7 @@ import { READ_POINTS, pointByName, type ReadPoint } from '../src/catalogue';
 import { DeviceClient, type ClientOptions } from '../src/client';
 import { digestResponse, parseDigestHeader } from '../src/digest';
 import { DeviceError, UnauthorizedError, ValidationError } from '../src/errors';
-import { DeviceLine } from '../src/scheduler';
+import { deviceQueue } from '../src/scheduler';
 import { DeviceSimulator, type Fault, type SimulatorOptions } from '../src/simulator';
 
 const PASSWORD = 'secret-pass';
@@ -248,17 +248,17 @@ describe('DeviceClient against the simulator', function () {
       order.should.eql(['read 1', 'write', 'read 2']);
     });
 
-    it('gives a waiting read its turn after two writes, so a control loop cannot starve it', async () => {
+    it('gives reads and writes turns when both wait, so a control loop cannot starve monitoring', async () => {
       const order: string[] = [];
       const first = client.read([address('batterySoc')]).then(() => order.push('read 1'));
       await new Promise((resolve) => setTimeout(resolve, 50)); // read 1 is now in flight
       const second = client.read([address('batteryPower')]).then(() => order.push('read 2'));
-      // Three writes wait with read 2: two go first, then the read, then the third.
+      // Three writes wait with read 2: one goes first, then the read, then the other two.
       const writes = ['lightSetting', 'feedInPowerLimitSetting', 'maxAcOutputPowerSetting'].map((name) =>
         client.write(name, name === 'lightSetting' ? 1 : 600).then(() => order.push(name)),
       );
       await Promise.all([first, second, ...writes]);
-      order.should.eql(['read 1', 'lightSetting', 'feedInPowerLimitSetting', 'read 2', 'maxAcOutputPowerSetting']);
+      order.should.eql(['read 1', 'lightSetting', 'read 2', 'feedInPowerLimitSetting', 'maxAcOutputPowerSetting']);
       simulator.stats.violations.should.be.empty();
     });
 
@@ -296,8 +296,8 @@ describe('DeviceClient against the simulator', function () {
       await client.read([address('batterySoc')]).should.be.rejectedWith({ code: 'CLOSED' });
     });
 
-    it('keeps two clients of one device apart too (one line per device)', async () => {
-      const other = clientFor(simulator, { timeoutMs: 2500 });
+    it('shares one queue among the clients of one device: nothing overlaps, and reads with equal credentials merge', async () => {
+      const other = clientFor(simulator, { host: ' 127.0.0.1', timeoutMs: 2500 });
       try {
         await Promise.all([
           client.read([address('batterySoc')]),
@@ -308,7 +308,26 @@ describe('DeviceClient against the simulator', function () {
       } finally {
         other.close();
       }
-      simulator.stats.requests.should.equal(4);
+      simulator.stats.byOperation.should.eql({ 'Vendor.GetData': 1, 'Sys.GetConfig': 1, 'Vendor.SetData': 1 });
+      simulator.stats.violations.should.be.empty();
+    });
+
+    it('finds one queue for one device however its address is written', () => {
+      deviceQueue('[::1]', 8080).should.equal(deviceQueue(' ::1', 8080));
+      deviceQueue('Battery.LOCAL', 8080).should.equal(deviceQueue('battery.local', 8080));
+      deviceQueue('battery.local', 8080).should.not.equal(deviceQueue('battery.local', 8081));
+    });
+
+    it('never lets a client read with credentials of another one', async () => {
+      const wrong = clientFor(simulator, { password: 'not-the-password' });
+      try {
+        const outcomes = await Promise.all(
+          [client, wrong].map((c) => c.read([address('batterySoc')]).then(() => 'ok', (e: DeviceError) => e.code)),
+        );
+        outcomes.should.eql(['ok', 'UNAUTHORIZED']);
+      } finally {
+        wrong.close();
+      }
       simulator.stats.violations.should.be.empty();
     });
 
@@ -316,20 +335,6 @@ describe('DeviceClient against the simulator', function () {
       const v6 = new DeviceClient({ host: ' [::1] ', port: 8080, password: PASSWORD });
       v6.close();
       v6.host.should.equal('::1');
-    });
-
-    it('counts the interval from the moment a request\'s connection is up, when that comes late', async () => {
-      const line = new DeviceLine();
-      const holder = {};
-      await line.acquire(holder, 1000, new AbortController().signal);
-      await new Promise((resolve) => setTimeout(resolve, 300)); // a connection that takes 300 ms to open
-      line.delayFor(1000).should.be.below(800);
-      line.restartClock(holder);
-      line.delayFor(1000).should.be.aboveOrEqual(1000);
-      line.restartClock({}); // only the holder moves the clock
-      line.release(holder);
-      line.restartClock(holder);
-      line.delayFor(1000).should.be.aboveOrEqual(990);
     });
 
     it('never goes below the one-second floor', () => {

@@ -6,12 +6,16 @@ import {
   CONTROL_LIMITS,
   STATE_CODES,
   WORKING_MODE_READ_ADDRESS,
-  WorkingModeMemory,
+  RealTimeController,
+  controlSettings,
   controlValues,
   isRepeat,
   parseControl,
   type ControlOptions,
+  type ControllerSettings,
 } from '../src/control';
+import { DeviceClient } from '../src/client';
+import { DeviceSimulator } from '../src/simulator';
 import { ValidationError } from '../src/errors';
 
 const power = writePointByAddress(REAL_TIME.powerAddress)!;
@@ -177,30 +181,100 @@ describe('control logic (src/control.ts)', () => {
     });
   });
 
-  describe('working mode memory', () => {
-    it('reads first, then switches only when the mode is not real-time control', () => {
-      const memory = new WorkingModeMemory(0);
-      memory.next(0).should.equal('read');
-      memory.remember(WORKING_MODES.find((m) => m.value !== REAL_TIME.mode)!.value, 0);
-      memory.next(1).should.equal('switch');
-      memory.remember(REAL_TIME.mode, 1);
-      memory.next(1e9).should.equal('none');
+  describe('RealTimeController against the simulator', function () {
+    this.timeout(30000);
+    const PASSWORD = 'control-pass';
+    let simulator: DeviceSimulator;
+    let client: DeviceClient;
+    const SETTINGS: ControllerSettings = { ...OPTIONS, switchMode: true, repeatMs: 30000, modeCheckMs: 600000 };
+
+    async function start(workingMode: number): Promise<void> {
+      simulator = new DeviceSimulator({ port: 0, udpPort: null, password: PASSWORD, workingMode });
+      await simulator.start();
+      client = new DeviceClient({ host: '127.0.0.1', port: simulator.port, password: PASSWORD, timeoutMs: 3000 });
+    }
+
+    afterEach(async () => {
+      client?.close();
+      await simulator?.stop();
     });
 
-    it('switches when the device did not report the mode', () => {
-      const memory = new WorkingModeMemory(0);
-      memory.remember(undefined, 0);
-      memory.next(0).should.equal('switch');
+    const discharge = (watts: number) => parseControl(watts, OPTIONS);
+
+    it('writes the mode without reading it first when nothing is known, then the setpoint', async () => {
+      await start(1);
+      const controller = new RealTimeController(client, SETTINGS);
+      (await controller.apply(discharge(900))).should.eql({ status: 'written', modeChanged: true });
+      simulator.stats.byOperation.should.eql({ 'Vendor.SetData': 2 });
+      simulator.workingMode.should.equal(REAL_TIME.mode);
+      simulator.control.should.containEql({ state: STATE_CODES.discharge, power: 900 });
     });
 
-    it('reads again after the re-check time or after forget()', () => {
-      const memory = new WorkingModeMemory(60000);
-      memory.remember(REAL_TIME.mode, 1000);
-      memory.next(60999).should.equal('none');
-      memory.next(61000).should.equal('read');
-      memory.remember(REAL_TIME.mode, 61000);
-      memory.forget();
-      memory.next(61001).should.equal('read');
+    it('sends the first setpoint at once when a read already showed real-time control', async () => {
+      await start(REAL_TIME.mode);
+      await client.read([WORKING_MODE_READ_ADDRESS]);
+      const controller = new RealTimeController(client, SETTINGS);
+      (await controller.apply(discharge(900))).should.eql({ status: 'written', modeChanged: false });
+      simulator.stats.byOperation.should.eql({ 'Vendor.GetData': 1, 'Vendor.SetData': 1 });
+    });
+
+    it('takes an accepted setpoint as proof of the mode, so no re-check write is needed while setpoints go through', async () => {
+      await start(1);
+      const controller = new RealTimeController(client, { ...SETTINGS, repeatMs: 0, modeCheckMs: 1500 });
+      await controller.apply(discharge(900)); // mode write at once, setpoint a second later
+      await new Promise((resolve) => setTimeout(resolve, 1000)); // the mode write is now 2 s old, the setpoint 1 s
+      (await controller.apply(discharge(950))).should.eql({ status: 'written', modeChanged: false });
+      simulator.stats.byOperation.should.eql({ 'Vendor.SetData': 3 });
+    });
+
+    it('switches back and sends once more when the mode was changed in the app', async () => {
+      await start(1);
+      const controller = new RealTimeController(client, SETTINGS);
+      await controller.apply(discharge(900));
+      simulator.changeWorkingMode(1);
+      (await controller.apply(discharge(1000))).should.eql({ status: 'written', modeChanged: true });
+      simulator.workingMode.should.equal(REAL_TIME.mode);
+      simulator.control.should.containEql({ power: 1000 });
+    });
+
+    it('does not count a superseded setpoint as sent: the same one later goes out', async () => {
+      await start(REAL_TIME.mode);
+      await client.read([WORKING_MODE_READ_ADDRESS]);
+      const controller = new RealTimeController(client, SETTINGS);
+      // Another writer's setpoint replaces ours while it waits behind a read.
+      const blocker = client.read([WORKING_MODE_READ_ADDRESS]);
+      const ours = controller.apply(discharge(900));
+      await new Promise((resolve) => setImmediate(resolve));
+      const other = client.setRealTime(STATE_CODES.charge, 1200, 100);
+      (await ours).status.should.equal('superseded');
+      await Promise.all([blocker, other]);
+      simulator.control.should.containEql({ state: STATE_CODES.charge, power: 1200 });
+      (await controller.apply(discharge(900))).status.should.equal('written');
+      simulator.control.should.containEql({ state: STATE_CODES.discharge, power: 900 });
+    });
+
+    it('sends a repeat that came while the first was on its way when the first fails, and skips it when it succeeds', async () => {
+      await start(REAL_TIME.mode);
+      await client.read([WORKING_MODE_READ_ADDRESS]);
+      const controller = new RealTimeController(client, { ...SETTINGS, switchMode: false });
+      simulator.setFault('http500', 1);
+      const first = controller.apply(discharge(900)).then(() => undefined, (error: Error) => error);
+      const repeat = controller.apply(discharge(900));
+      should(await first).have.property('code', 'HTTP_STATUS');
+      (await repeat).status.should.equal('written');
+      simulator.control.should.containEql({ power: 900 });
+      const again = [controller.apply(discharge(950)), controller.apply(discharge(950))];
+      (await Promise.all(again)).map((outcome) => outcome.status).should.eql(['written', 'repeat']);
+      simulator.stats.byOperation['Vendor.SetData'].should.equal(3);
+    });
+
+    it('checks every setting, naming the one that is wrong', () => {
+      (() => controlSettings({ repeat: '1e400' })).should.throw(/repeat time.*"1e400".*0 to 604800 s/);
+      (() => controlSettings({ power: 5000 })).should.throw(/power.*to 2400 W/);
+      controlSettings({ power: '5000' }, 6000).power.should.equal(5000);
+      (() => controlSettings({ chargeSoc: 101 })).should.throw(/charge SOC/);
+      (() => controlSettings({ modeCheck: '0x10' })).should.throw(/mode re-check time.*"0x10"/);
+      controlSettings({}).should.containEql({ power: CONTROL_DEFAULTS.power, repeatMs: CONTROL_DEFAULTS.repeatSeconds * 1000 });
     });
   });
 });

@@ -79,20 +79,21 @@ describe('localbattery-control node', function () {
     should(simulator.control).eql({ state: STATE_CODES.charge, power: 800, soc: SETTINGS.chargeSoc });
     should(simulator.batteryPower).be.below(0);
     should(batteryStateLabel(simulator)).equal('Charging');
-    should(simulator.stats.byOperation).eql({ 'Vendor.GetData': 1, 'Vendor.SetData': 2 });
+    // Nothing is known of the mode yet: it is written without reading it first, so the setpoint is the second request.
+    should(simulator.stats.byOperation).eql({ 'Vendor.SetData': 2 });
     should(simulator.stats.violations).be.empty();
 
     const statuses = statusesOf(node);
     should(statuses.slice(0, -1)).eql([
       { fill: 'blue', shape: 'ring', text: text('localbattery-control.status.sending') },
-      { fill: 'green', shape: 'dot', text: text('localbattery-device.status.connected') },
       { fill: 'blue', shape: 'ring', text: text('localbattery-control.status.switching') },
+      { fill: 'green', shape: 'dot', text: text('localbattery-device.status.connected') },
     ]);
     should(statuses.at(-1)).have.properties({ fill: 'green', shape: 'dot' });
     should(statuses.at(-1)!.text).match(new RegExp(`^charge 800 W · ${TIME}$`));
   });
 
-  it('takes an object payload, and reads and switches the mode only once', async function () {
+  it('takes an object payload, and switches the mode only once', async function () {
     simulator = await startSimulator();
     await load(simulator);
     let msg = await control({ state: 'discharge', power: 600, soc: SETTINGS.dischargeSoc + 5 });
@@ -104,7 +105,7 @@ describe('localbattery-control node', function () {
     should(simulator.control).eql({ state: STATE_CODES.discharge, power: SETTINGS.power, soc: SETTINGS.dischargeSoc });
     should(simulator.batteryPower).be.above(0);
     should(batteryStateLabel(simulator)).equal('Discharging');
-    should(simulator.stats.byOperation).eql({ 'Vendor.GetData': 1, 'Vendor.SetData': 3 });
+    should(simulator.stats.byOperation).eql({ 'Vendor.SetData': 3 });
     should(lastStatus(helper.getNode('control1'))!.text).match(new RegExp(`^discharge ${SETTINGS.power} W · ${TIME}$`));
   });
 
@@ -197,8 +198,8 @@ describe('localbattery-control node', function () {
     await until(() => completed.length === setpoints.length, 8000, 'every message to complete');
     should(outputs.at(-1).payload.power).equal(setpoints.at(-1));
     should(simulator.control.power).equal(setpoints.at(-1));
-    // Mode read and switch, then at most two control writes: the device is never flooded.
-    should(simulator.stats.byOperation['Vendor.GetData']).equal(1);
+    // The mode switch, then at most two control writes: the device is never flooded.
+    should(simulator.stats.byOperation['Vendor.GetData']).be.undefined();
     should(simulator.stats.byOperation['Vendor.SetData']).be.belowOrEqual(3);
     should(simulator.stats.violations).be.empty();
     should(statusesOf(node).map((s) => s.text)).containEql(text('localbattery-control.status.superseded'));
@@ -220,7 +221,7 @@ describe('localbattery-control node', function () {
     should(lastStatus(node)).eql({ fill: 'red', shape: 'ring', text: 'refused' });
   });
 
-  it('reads the mode again after a refused write, switches back and sends the setpoint once more', async function () {
+  it('switches back at once when another node changed the mode, without a refused write', async function () {
     simulator = await startSimulator();
     await load(simulator);
     await control(-800);
@@ -234,8 +235,22 @@ describe('localbattery-control node', function () {
     should(msg.payload).have.properties({ state: 'discharge', power: 600, modeChanged: true });
     should(simulator.workingMode).equal(REAL_TIME.mode);
     should(simulator.control).eql({ state: STATE_CODES.discharge, power: 600, soc: SETTINGS.dischargeSoc });
-    // Read, switch, write; external switch; refused write, read, switch, write.
-    should(simulator.stats.byOperation).eql({ 'Vendor.GetData': 2, 'Vendor.SetData': 6 });
+    // Switch, write; the other node's switch; switch, write.
+    should(simulator.stats.byOperation).eql({ 'Vendor.SetData': 5 });
+  });
+
+  it('switches back and sends once more when the device refuses because the mode was changed in the app', async function () {
+    simulator = await startSimulator();
+    await load(simulator);
+    await control(-800);
+    simulator.changeWorkingMode(WORKING_MODES.find((m) => m.value !== REAL_TIME.mode)!.value);
+    const msg = await control(600);
+    should(msg.payload).have.properties({ state: 'discharge', power: 600, modeChanged: true });
+    should(simulator.workingMode).equal(REAL_TIME.mode);
+    should(simulator.control).eql({ state: STATE_CODES.discharge, power: 600, soc: SETTINGS.dischargeSoc });
+    // Switch, write; refused write, switch, write.
+    should(simulator.stats.byOperation).eql({ 'Vendor.SetData': 5 });
+    should(simulator.stats.violations).be.empty();
   });
 
   it('reports a refused mode switch to Catch and lets the next message try again', async function () {

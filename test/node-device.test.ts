@@ -93,18 +93,17 @@ describe('localbattery-device config node', function () {
     });
   });
 
-  describe('shared client', function () {
-    it('gives every node of a device one client, even across two configs with the same settings', async function () {
+  describe('one queue per device, a session per node', function () {
+    it('runs the requests of every node of a device through one queue, across two configs too', async function () {
       simulator = await startSimulator(IDENTITY);
       const first = deviceConfig(simulator, 'device1');
-      const second = deviceConfig(simulator, 'device2');
+      const second = deviceConfig(simulator, 'device2', { timeout: 3000 });
       await helper.load(nodes, [first.node, second.node, ...info('info1'), ...info('info2'), ...info('info3', 'device2')], {
         ...first.credentials,
         ...second.credentials,
       });
-      const client = helper.getNode('device1').client;
+      const client: DeviceClient = helper.getNode('device1').client;
       should(client).be.an.instanceOf(DeviceClient);
-      should(helper.getNode('device2').client).equal(client);
 
       const outputs = ['info1-out', 'info2-out', 'info3-out'].map((id) => nextInput(helper.getNode(id)));
       for (const id of ['info1', 'info2', 'info3']) helper.getNode(id).receive({});
@@ -116,37 +115,27 @@ describe('localbattery-device config node', function () {
       should(client.requestCount).equal(3);
     });
 
-    it('closes the client when the last node leaves, and opens a new one when a node comes back', async function () {
+    it("a node that closes (partial deploy) takes its waiting work along, and only its own", async function () {
       simulator = await startSimulator(IDENTITY);
       const device = deviceConfig(simulator, 'device1');
-      await helper.load(nodes, [device.node, ...info('info1'), ...info('info2')], device.credentials);
+      await helper.load(nodes, [device.node, ...info('info1'), ...info('info2'), ...catcher], device.credentials);
       const config = helper.getNode('device1');
       const client: DeviceClient = config.client;
-      await helper.getNode('info1').close(false);
+      const held = nextInput(helper.getNode('info2-out'));
+      helper.getNode('info2').receive({});
+      await until(() => simulator.stats.requests === 1, 2000, 'the first request');
+      helper.getNode('info1').receive({});
+      helper.getNode('info2').receive({});
+      await until(() => client.queueSize === 2, 2000, 'two requests waiting');
+      await helper.getNode('info1').close(true);
+      should(client.queueSize).equal(1);
+      await held;
+      const second = nextInput(helper.getNode('info2-out'));
+      should((await second).payload.sn).equal(IDENTITY.serialNumber);
+      await sleep(1200);
+      should(simulator.stats.byOperation['Sys.GetConfig']).equal(2);
       should(config.client).equal(client);
-      await helper.getNode('info2').close(false);
-      should(config.client).be.undefined();
-      await client.getDeviceInfo().should.be.rejectedWith({ code: 'CLOSED' });
-
-      const comeback = { status: () => undefined } as unknown;
-      config.register(comeback);
-      should(config.client).be.an.instanceOf(DeviceClient).and.not.equal(client);
-      should((await config.client.getDeviceInfo()).sn).equal(IDENTITY.serialNumber);
-      config.deregister(comeback);
       should(simulator.stats.violations).eql([]);
-    });
-
-    it('warns when another config with other settings talks to the same device', async function () {
-      simulator = await startSimulator();
-      const first = deviceConfig(simulator, 'device1');
-      const second = deviceConfig(simulator, 'device2', { timeout: 3000 });
-      await helper.load(nodes, [first.node, second.node], { ...first.credentials, ...second.credentials });
-      should(helper.getNode('device2').client).not.equal(helper.getNode('device1').client);
-      const warned = helper
-        .log()
-        .getCalls()
-        .map((call: { args: [{ msg?: unknown }] }) => String(call.args[0].msg));
-      should(warned).containEql(text('localbattery-device.warn.sharedDevice', { host: '127.0.0.1' }));
     });
   });
 

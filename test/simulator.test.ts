@@ -610,6 +610,27 @@ describe('DeviceSimulator', function () {
       await Promise.all([call(sim, { operation: 'Sys.GetConfig' }), sleep(30).then(() => call(sim, { operation: 'Sys.GetConfig' }))]);
       sim.stats.violations.map((v) => v.kind).should.eql(['parallel']);
     });
+
+    it('answers after the configured latency, and keeps the smallest gap between arrivals', async () => {
+      const sim = await start({ latencyMs: [300, 350] });
+      const started = performance.now();
+      (await call(sim, { operation: 'Sys.GetConfig' })).status.should.equal(200);
+      (performance.now() - started).should.be.within(300, 600);
+      await sleep(1000);
+      await call(sim, { operation: 'Sys.GetConfig' });
+      sim.stats.minGapMs!.should.be.within(1300, 1800);
+      sim.stats.violations.should.be.empty();
+    });
+
+    it('with rejectEarly, answers a too-early request 503 and does not carry it out', async () => {
+      const sim = await start({ rejectEarly: true, minIntervalMs: 1000 });
+      should(await setData(sim, address('lightSetting'), [1])).equal(true);
+      const early = await call(sim, { operation: `${NS}.SetData`, config: { f: 16, t: address('backupSocSetting'), v: [40] } });
+      early.status.should.equal(503);
+      sim.stats.rejectedEarly.should.equal(1);
+      sim.stats.violations.map((v) => v.kind).should.eql(['interval']);
+      should(sim.value(address('backupSoc'))).not.equal(40);
+    });
   });
 
   describe('UDP discovery', () => {
@@ -665,6 +686,9 @@ describe('DeviceSimulator', function () {
 
   describe('command line', () => {
     it('parses its options', () => {
+      parseSimulatorArgs(['--latency', '900-1100', '--reject-early']).options.should.containEql({ latencyMs: [900, 1100], rejectEarly: true });
+      parseSimulatorArgs(['--latency=1000']).options.latencyMs!.should.eql([1000, 1000]);
+      (() => parseSimulatorArgs(['--latency', '1100-900'])).should.throw(/min <= max/);
       const command = parseSimulatorArgs(['--port', '0', '--udp-port=off', '--time-scale', '60', '--fault', 'slow', '--password', 'x', '--require-challenge']);
       command.should.eql({ options: { port: 0, udpPort: null, timeScale: 60, password: 'x', requireChallenge: true }, fault: 'slow', help: false });
       parseSimulatorArgs(['--help']).help.should.be.true();

@@ -40,6 +40,8 @@ Options:
   --require-challenge         answer pre-emptive digests with a 401 challenge and accept only the server nonce
   --fault <name>              start with a fault: ${FAULTS.join(', ')}
   --slow-delay <ms>           delay of the slow fault (default ${SIMULATOR_DEFAULTS.slowDelayMs})
+  --latency <ms|min-max>      answer every request after this time, e.g. 1000 or 900-1100 (default 0)
+  --reject-early              answer a request under the minimum interval (or during another) with 503, not carried out
   --help                      this text
 `;
 
@@ -71,6 +73,10 @@ export function parseSimulatorArgs(argv: readonly string[]): SimulatorCommand {
     }
     if (arg === '--blank-identity') {
       options.blankIdentity = true;
+      continue;
+    }
+    if (arg === '--reject-early') {
+      options.rejectEarly = true;
       continue;
     }
     const match = /^--([a-z-]+)(?:=(.*))?$/s.exec(arg);
@@ -112,6 +118,12 @@ export function parseSimulatorArgs(argv: readonly string[]): SimulatorCommand {
       case '--advertised-ip': options.advertisedIp = value; break;
       case '--min-interval': options.minIntervalMs = integer(flag, value, 0, 3600000); break;
       case '--slow-delay': options.slowDelayMs = integer(flag, value, 0, 3600000); break;
+      case '--latency': {
+        const [min, max = min] = value.split('-').map((part) => integer(flag, part, 0, 120000));
+        if (max! < min!) throw new Error(`${flag} needs min-max with min <= max, got "${value}"`);
+        options.latencyMs = [min!, max!];
+        break;
+      }
       case '--fault':
         if (!(FAULTS as readonly string[]).includes(value)) throw new Error(`${flag} needs one of ${FAULTS.join(', ')}, got "${value}"`);
         command.fault = value as Fault;

@@ -1,0 +1,123 @@
+/** The device queue (src/scheduler.ts) through real clients and sessions against the simulator on 127.0.0.1. */
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import should from 'should';
+import { READ_POINTS, REAL_TIME, pointByName } from '../src/catalogue';
+import { DeviceClient, type ClientOptions } from '../src/client';
+import type { DeviceError } from '../src/errors';
+import { ArrivalMargin } from '../src/scheduler';
+import { DeviceSimulator, type SimulatorOptions } from '../src/simulator';
+
+const PASSWORD = 'queue-pass';
+const address = (name: string) => pointByName(name)!.address;
+const settle = (promise: Promise<unknown>) => promise.then(() => 'ok', (error: DeviceError) => error.code);
+
+describe('device queue (one per device, sessions per user)', function () {
+  this.timeout(60000);
+  let simulator: DeviceSimulator;
+  let client: DeviceClient;
+
+  async function start(options: SimulatorOptions = {}, clientOptions: Partial<ClientOptions> = {}): Promise<void> {
+    simulator = new DeviceSimulator({ port: 0, udpPort: null, password: PASSWORD, ...options });
+    await simulator.start();
+    client = new DeviceClient({ host: '127.0.0.1', port: simulator.port, password: PASSWORD, timeoutMs: 3000, ...clientOptions });
+  }
+
+  afterEach(async () => {
+    client?.close();
+    await simulator?.stop();
+  });
+
+  it("closing one session drops its waiting write and nobody else's (a partial deploy)", async () => {
+    await start();
+    const removed = client.session();
+    const staying = client.session();
+    const busy = staying.read([address('batterySoc')]);
+    await new Promise((resolve) => setTimeout(resolve, 50)); // the read is in flight; the writes wait
+    const dropped = settle(removed.write('feedInPowerLimitSetting', 600));
+    const kept = settle(staying.write('backupSocSetting', 30));
+    removed.close();
+    (await dropped).should.equal('CLOSED');
+    (await kept).should.equal('ok');
+    await busy;
+    simulator.value(address('feedInPowerLimit'))!.should.not.equal(600);
+    simulator.stats.byOperation['Vendor.SetData'].should.equal(1);
+    await removed.read([address('batterySoc')]).should.be.rejectedWith({ code: 'CLOSED' });
+    (await staying.read([address('batterySoc')])).values.has(address('batterySoc')).should.be.true();
+  });
+
+  it('folds a newer write into a waiting one: the values it leaves out and the place in the queue stay', async () => {
+    await start({ workingMode: REAL_TIME.mode });
+    const busy = client.read([address('batterySoc')]);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    const order: string[] = [];
+    const full = client.write(REAL_TIME.stateAddress, [1, 1500, 90]).then((r) => (order.push('control'), r.status));
+    const between = client.write('lightSetting', 1).then(() => order.push('light'));
+    const single = client.write(REAL_TIME.stateAddress, 2).then((r) => (order.push('control again'), r.status));
+    (await full).should.equal('superseded');
+    (await single).should.equal('written');
+    await Promise.all([busy, between]);
+    simulator.control.should.containEql({ state: 2, power: 1500, soc: 90 });
+    order.should.eql(['control', 'control again', 'light']);
+  });
+
+  it('serves a small read within two requests while a read of 2 000 addresses waits', async () => {
+    await start();
+    const numeric = READ_POINTS.filter((p) => !simulator.isUnsupported(p.address)).map((p) => p.address);
+    const large = Array.from({ length: 2000 }, (_, i) => 20000 + i);
+    const big = client.read(large);
+    await new Promise((resolve) => setTimeout(resolve, 50)); // its first request is in flight
+    const before = simulator.stats.requests;
+    await client.read([numeric[0]]);
+    (simulator.stats.requests - before).should.be.belowOrEqual(2);
+    client.close(); // the rest of the large read is not needed
+    await big.then(() => undefined, () => undefined);
+  });
+
+  it('sends again after a 503, later, and holds requests back more from then on', async () => {
+    await start();
+    const margin = new ArrivalMargin();
+    const start0 = margin.ms;
+    margin.rejectedAsEarly();
+    margin.ms.should.be.above(start0);
+    simulator.setFault('http503', 1);
+    const result = await client.read([address('batterySoc')]);
+    result.values.has(address('batterySoc')).should.be.true();
+    simulator.stats.requests.should.equal(2);
+    simulator.stats.violations.should.be.empty();
+  });
+
+  it('learns the margin from the spread of answer times, within bounds', () => {
+    const margin = new ArrivalMargin();
+    margin.ms.should.equal(110); // nothing timed yet: a prior
+    for (let i = 0; i < 16; i++) margin.answered(1000 + (i % 2) * 60);
+    margin.ms.should.equal(70);
+    for (let i = 0; i < 16; i++) margin.answered(3);
+    margin.ms.should.be.belowOrEqual(15);
+  });
+
+  it('says an oversized answer is a bad answer, not an unreachable device', async () => {
+    const server = http.createServer((_req, res) => {
+      res.writeHead(200, { 'Content-Type': 'application/json' });
+      const chunk = Buffer.alloc(64 * 1024, 32);
+      let sent = 0;
+      const pump = () => {
+        while (sent < 40 && res.write(chunk)) sent++;
+        if (sent < 40) res.once('drain', pump);
+        else res.end('{}');
+      };
+      pump();
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const huge = new DeviceClient({ host: '127.0.0.1', port: (server.address() as AddressInfo).port, auth: 'none', namespace: 'Vendor' });
+    try {
+      const error = await huge.read([address('batterySoc')]).then(() => undefined, (e: DeviceError) => e);
+      should(error).have.property('code', 'BAD_RESPONSE');
+      huge.state.should.not.equal('unreachable');
+    } finally {
+      huge.close();
+      server.closeAllConnections();
+      await new Promise((resolve) => server.close(resolve));
+    }
+  });
+});
