@@ -6,12 +6,13 @@
  */
 import type { Node, NodeAPI, NodeDef, NodeStatus } from 'node-red';
 import type { Request, Response } from 'express';
-import { POWER_LIMIT, catalogueJson } from '../src/catalogue';
+import { POWER_LIMIT, validatePowerLimit } from '../src/catalogue';
 import type { AuthMode } from '../src/auth';
 import { DEFAULTS, DeviceClient, type ClientOptions, type ClientSession, type ConnectionState } from '../src/client';
 import { discover } from '../src/discovery';
 import { ValidationError } from '../src/errors';
 import { decimalNumber } from '../src/numbers';
+import { NUMBER_RULES, describeInputs, editorCatalogueJson, numberIn } from '../src/inputs';
 import { describeError } from './shared';
 
 interface DeviceDef extends NodeDef {
@@ -32,25 +33,33 @@ interface DeviceCredentials {
 /** The editor shows this in place of a stored password it does not know. */
 const STORED_PASSWORD = '__PWRD__';
 
+/** The device settings, each checked by the rule the editor gets from the catalogue route. */
+const deviceInputs = describeInputs({
+  port: { setting: 'port', fallback: DEFAULTS.port, absent: isBlank, parse: numberIn(NUMBER_RULES.port) },
+  minIntervalMs: { setting: 'minInterval', label: 'minimum interval', fallback: DEFAULTS.minIntervalMs, absent: isBlank, parse: numberIn(NUMBER_RULES.minInterval) },
+  timeoutMs: { setting: 'timeout', label: 'time-out', fallback: DEFAULTS.timeoutMs, absent: isBlank, parse: numberIn(NUMBER_RULES.timeout) },
+  powerLimit: { setting: 'powerLimit', label: 'power limit', fallback: POWER_LIMIT.default, absent: isBlank, parse: (value, field) => validatePowerLimit(decimalNumber(value) ?? value, field) },
+});
+
+function isBlank(value: unknown): boolean {
+  return value === undefined || value === null || value === '';
+}
+
 function optionsFrom(settings: Partial<Record<keyof DeviceDef, unknown>>, password: string | undefined): ClientOptions {
-  const number = (value: unknown, fallback: number, field: string) => {
-    if (value === undefined || value === '') return fallback;
-    const parsed = decimalNumber(value);
-    if (parsed === undefined) throw new ValidationError(field, value, 'a decimal number');
-    return parsed;
-  };
+  const { values, error } = deviceInputs.deploy(settings);
+  if (error) throw error;
   const text = (value: unknown, fallback: string) => (typeof value === 'string' && value !== '' ? value : fallback);
   return {
     host: text(settings.host, '').trim(),
-    port: number(settings.port, DEFAULTS.port, 'port'),
+    port: values.port,
     username: text(settings.username, DEFAULTS.username),
     password: password ?? '',
     auth: (settings.auth || DEFAULTS.auth) as AuthMode,
     // Empty: detected.
     namespace: typeof settings.namespace === 'string' ? settings.namespace : DEFAULTS.namespace,
-    minIntervalMs: number(settings.minInterval, DEFAULTS.minIntervalMs, 'minimum interval'),
-    timeoutMs: number(settings.timeout, DEFAULTS.timeoutMs, 'time-out'),
-    powerLimit: number(settings.powerLimit, POWER_LIMIT.default, 'power limit'),
+    minIntervalMs: values.minIntervalMs,
+    timeoutMs: values.timeoutMs,
+    powerLimit: values.powerLimit,
   };
 }
 
@@ -148,7 +157,7 @@ export = function (RED: NodeAPI) {
   const write = RED.auth.needsPermission('localbattery-device.write');
 
   RED.httpAdmin.get('/localbattery/catalogue', read, (_req: Request, res: Response) => {
-    res.json(catalogueJson());
+    res.json(editorCatalogueJson());
   });
 
   RED.httpAdmin.post('/localbattery/discover', write, async (req: Request, res: Response) => {

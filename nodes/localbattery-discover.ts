@@ -3,9 +3,8 @@
  * output 2 one msg per device. Needs no config node.
  */
 import type { Node, NodeAPI, NodeDef, NodeMessage, NodeMessageInFlow } from 'node-red';
-import { DEVICE_PORT, LOCAL_PORT, discover, type DiscoveryOptions } from '../src/discovery';
-import { ValidationError } from '../src/errors';
-import { decimalNumber } from '../src/numbers';
+import { DEFAULT_LISTEN_MS, DEVICE_PORT, LOCAL_PORT, discover, type DiscoveryOptions } from '../src/discovery';
+import { NUMBER_RULES, describeInputs, numberIn, text, type InputValues } from '../src/inputs';
 import { errorStatus, keepErrorCodes } from './shared';
 
 interface DiscoverDef extends NodeDef {
@@ -15,31 +14,25 @@ interface DiscoverDef extends NodeDef {
   localPort?: string | number;
 }
 
-/** Listen time in seconds: answers come within a second or two; longer only blocks the flow. */
-const LISTEN_MIN_S = 0.5;
-const LISTEN_MAX_S = 60;
-const LISTEN_DEFAULT_S = 3;
-
-function listenMsOf(value: unknown, field: string): number {
-  const seconds = decimalNumber(value);
-  if (seconds === undefined || seconds < LISTEN_MIN_S || seconds > LISTEN_MAX_S) {
-    throw new ValidationError(field, value, `a number of seconds from ${LISTEN_MIN_S} to ${LISTEN_MAX_S}`);
-  }
-  return Math.round(seconds * 1000);
-}
-
-function portOf(value: unknown, fallback: number, field: string, min: number): number {
-  if (value === undefined || value === '') return fallback;
-  const port = decimalNumber(value);
-  if (port === undefined || !Number.isInteger(port) || port < min || port > 65535) throw new ValidationError(field, value, `an integer from ${min} to 65535`);
-  return port;
-}
-
 /** '' (or nothing) means broadcast. */
-function targetOf(value: unknown, field: string): string | undefined {
-  if (value === undefined) return undefined;
-  if (typeof value !== 'string') throw new ValidationError(field, value, 'an IP address or host name, or empty for broadcast');
-  return value.trim() || undefined;
+const target = text('an IP address or host name, or empty for broadcast');
+const isBlank = (value: unknown) => value === undefined || value === '';
+
+/** Settings, and what a message may override; msg.target "" asks for a broadcast. */
+const discoverInputs = describeInputs({
+  target: { setting: 'target', msg: 'target', fallback: '', absent: (value) => value === undefined, parse: target },
+  listenTime: { setting: 'listenTime', label: 'listen time', msg: 'listenTime', fallback: DEFAULT_LISTEN_MS / 1000, absent: (value) => value === undefined, parse: numberIn(NUMBER_RULES.listenTime) },
+  port: { setting: 'port', label: 'device port', fallback: DEVICE_PORT, absent: isBlank, parse: numberIn(NUMBER_RULES.port) },
+  localPort: { setting: 'localPort', label: 'local port', fallback: LOCAL_PORT, absent: isBlank, parse: numberIn(NUMBER_RULES.localPort) },
+});
+
+function optionsOf(values: InputValues<typeof discoverInputs.specs>): DiscoveryOptions {
+  return {
+    target: values.target || undefined,
+    listenMs: Math.round((values.listenTime ?? DEFAULT_LISTEN_MS / 1000) * 1000),
+    port: values.port,
+    localPort: values.localPort,
+  };
 }
 
 export = function (RED: NodeAPI) {
@@ -47,17 +40,9 @@ export = function (RED: NodeAPI) {
     RED.nodes.createNode(this, config);
     const node = this;
     keepErrorCodes(RED, node);
-    let settings: Required<Pick<DiscoveryOptions, 'port' | 'localPort' | 'listenMs'>> & { target?: string };
-    let configError: Error | undefined;
-    try {
-      settings = {
-        target: targetOf(config.target ?? '', 'target'),
-        listenMs: listenMsOf(config.listenTime ?? LISTEN_DEFAULT_S, 'listen time'),
-        port: portOf(config.port, DEVICE_PORT, 'device port', 1),
-        localPort: portOf(config.localPort, LOCAL_PORT, 'local port', 0),
-      };
-    } catch (error) {
-      configError = error as Error;
+    const deployed = discoverInputs.deploy(config);
+    const configError = deployed.error;
+    if (configError) {
       node.status({ fill: 'red', shape: 'ring', text: RED._('localbattery-discover.status.invalid') });
       node.error(configError.message);
     }
@@ -78,11 +63,7 @@ export = function (RED: NodeAPI) {
       }
       let options: DiscoveryOptions;
       try {
-        options = {
-          ...settings,
-          target: msg.target === undefined ? settings.target : targetOf(msg.target, 'msg.target'),
-          listenMs: msg.listenTime === undefined ? settings.listenMs : listenMsOf(msg.listenTime, 'msg.listenTime'),
-        };
+        options = optionsOf(discoverInputs.forMessage(msg, deployed));
       } catch (error) {
         node.status(errorStatus(error));
         done(error as Error);

@@ -7,6 +7,7 @@
 import type { Node, NodeAPI, NodeDef, NodeMessageInFlow } from 'node-red';
 import { ValidationError } from '../src/errors';
 import { checkPassword, MAX_PASSWORD_BYTES } from '../src/password-crypto';
+import { describeInputs, oneOf } from '../src/inputs';
 import { deviceOf, serveDevice, keepErrorCodes } from './shared';
 
 interface PasswordDef extends NodeDef {
@@ -19,12 +20,23 @@ interface PasswordCredentials {
   password?: string;
 }
 
+/** Where the new password comes from: the node's credential or msg.payload. */
+const passwordInputs = describeInputs({
+  source: { setting: 'source', fallback: 'field', parse: oneOf(['field', 'payload'] as const) },
+});
+
 export = function (RED: NodeAPI) {
   function PasswordNode(this: Node<PasswordCredentials>, config: PasswordDef) {
     RED.nodes.createNode(this, config);
     const node = this;
     keepErrorCodes(RED, node);
-    const fromPayload = config.source === 'payload';
+    const deployed = passwordInputs.deploy(config);
+    if (deployed.error) {
+      node.status({ fill: 'red', shape: 'ring', text: RED._('localbattery-password.status.invalid') });
+      node.error(deployed.error.message);
+    }
+    // An unknown source strips msg.payload too: it may hold a password.
+    const fromPayload = deployed.values.source !== 'field';
     const missing = RED._('localbattery-password.errors.noDevice');
     const device = deviceOf(RED, node, config.device, missing);
     // The new password leaves the message before anything can fail: a Catch node gets a copy of the msg.
@@ -38,6 +50,7 @@ export = function (RED: NodeAPI) {
       device,
       missing,
       async (msg, client, candidate) => {
+        if (deployed.error) throw deployed.error;
         const field = fromPayload ? 'new password (msg.payload)' : 'new password';
         if (candidate !== undefined && typeof candidate !== 'string') {
           throw new ValidationError(field, `(${typeof candidate})`, `a text of 1 to ${MAX_PASSWORD_BYTES} bytes`);

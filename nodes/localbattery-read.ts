@@ -8,6 +8,7 @@ import { homeAssistantSensor, type HomeAssistantSensor } from '../src/home-assis
 import type { ReadResult } from '../src/client';
 import { DeviceError, ValidationError } from '../src/errors';
 import { decimalNumber } from '../src/numbers';
+import { NUMBER_RULES, describeInputs, numberIn } from '../src/inputs';
 import { deviceOf, errorStatus, sessionOf, timeOfDay, keepErrorCodes } from './shared';
 
 type OutputMode = 'object' | 'address' | 'split';
@@ -28,9 +29,6 @@ interface ReadDef extends NodeDef {
   heartbeat?: string | number;
 }
 
-/** The device's minimum request interval is 1 s; above a day a timer gains nothing (and overflows at ~24 days). */
-const MIN_POLL_SECONDS = 1;
-const MAX_POLL_SECONDS = 86400;
 /** Like the inject node's "once" delay: the first poll waits until the rest of the flow has started. */
 const FIRST_POLL_DELAY_MS = 100;
 
@@ -48,17 +46,6 @@ function alignedTime(time: number, stepMs: number): number {
  * A property of the module so that a test can shorten it; nothing in the editor sets it.
  */
 const pollBackoff = { maxMs: 60000 };
-
-/** Seconds (decimal only) as milliseconds; empty or 0 is 0 (off). */
-function secondsMs(value: unknown, field: string, off: string): number {
-  if (value === undefined || value === null || (typeof value === 'string' && value.trim() === '')) return 0;
-  const seconds = decimalNumber(value);
-  if (seconds === 0) return 0;
-  if (seconds === undefined || seconds < MIN_POLL_SECONDS || seconds > MAX_POLL_SECONDS) {
-    throw new ValidationError(field, value, `empty or 0 (${off}), or ${MIN_POLL_SECONDS} to ${MAX_POLL_SECONDS} seconds`);
-  }
-  return Math.round(seconds * 1000);
-}
 
 interface DeadBand {
   /** For every numeric point without its own. */
@@ -82,14 +69,21 @@ function parseDeadBand(value: unknown, keyOf: (address: number) => string): Dead
   return band;
 }
 
-/** msg.points: an array of names or addresses, or the same as a comma-separated string. */
-function overrideAddresses(value: unknown): number[] {
+/** A list of read point names or addresses: an array, or the same as a comma-separated string. */
+function pointList(value: unknown, field: string): number[] {
   const list = typeof value === 'string' ? value.split(',').map((s) => s.trim()).filter((s) => s !== '') : value;
   if (!Array.isArray(list)) {
-    throw new ValidationError('msg.points', value, 'an array of read point names or addresses, or a comma-separated string of them');
+    throw new ValidationError(field, value, 'an array of read point names or addresses, or a comma-separated string of them');
   }
-  return resolveReadAddresses(list, 'msg.points');
+  return resolveReadAddresses(list, field);
 }
+
+/** The read node's inputs; the dead band is checked apart, as its point keys depend on the output mode. */
+const readInputs = describeInputs({
+  points: { setting: 'points', msg: 'points', fallback: [], parse: pointList },
+  interval: { setting: 'interval', fallback: '', parse: numberIn(NUMBER_RULES.pollInterval) },
+  heartbeat: { setting: 'heartbeat', fallback: '', parse: numberIn(NUMBER_RULES.heartbeat) },
+});
 
 interface Reading {
   key: string;
@@ -110,18 +104,16 @@ function register(RED: NodeAPI) {
       mode === 'address' ? String(address) : readPointByAddress(address)?.name ?? String(address);
 
     const device = deviceOf(RED, node, def.device, RED._('localbattery-read.errors.noDevice'));
-    let configError: Error | undefined;
-    let configured: number[] = [];
-    let intervalMs = 0;
-    let heartbeatMs = 0;
+    // Heartbeat and dead band count only with "only on change": elsewhere they are hidden in the editor.
+    const deployed = readInputs.deploy(onlyChange ? def : { ...def, heartbeat: undefined });
+    let configError: Error | undefined = deployed.error;
+    const configured: number[] = deployed.values.points ?? [];
+    const intervalMs = Math.round((deployed.values.interval ?? 0) * 1000);
+    const heartbeatMs = Math.round((deployed.values.heartbeat ?? 0) * 1000);
     let deadBand: DeadBand = { all: 0, byPoint: new Map() };
     try {
-      configured = resolveReadAddresses(Array.isArray(def.points) ? def.points : [], 'points');
-      intervalMs = secondsMs(def.interval, 'interval', 'no polling');
-      if (onlyChange) {
-        deadBand = parseDeadBand(def.deadband, keyOf);
-        heartbeatMs = secondsMs(def.heartbeat, 'heartbeat', 'none');
-      }
+      if (configError) throw configError;
+      if (onlyChange) deadBand = parseDeadBand(def.deadband, keyOf);
     } catch (error) {
       configError = error as Error;
       node.error(configError.message);
@@ -269,8 +261,7 @@ function register(RED: NodeAPI) {
       try {
         if (!device) throw new Error(missingDevice);
         if (configError) throw configError;
-        const override = (msg as NodeMessage).points;
-        addresses = override === undefined || override === null ? configured : overrideAddresses(override);
+        addresses = readInputs.forMessage(msg, deployed).points ?? configured;
       } catch (error) {
         node.status(errorStatus(error));
         done(error as Error);

@@ -6,6 +6,7 @@ import type { Node, NodeAPI, NodeDef, NodeMessageInFlow } from 'node-red';
 import { resolveWritePoint, validateWrite, type WritePoint } from '../src/catalogue';
 import { RefusedError, ValidationError } from '../src/errors';
 import type { ClientSession } from '../src/client';
+import { describeInputs } from '../src/inputs';
 import { deviceOf, serveDevice, timeOfDay, keepErrorCodes } from './shared';
 
 interface WriteDef extends NodeDef {
@@ -23,6 +24,13 @@ interface WriteMessage extends NodeMessageInFlow {
   value?: number | number[];
 }
 
+const isBlank = (value: unknown) => value === undefined || value === null || value === '';
+
+/** The write point: the node's setting, or msg.point where the message names one. */
+const writeInputs = describeInputs({
+  point: { setting: 'point', msg: 'point', absent: isBlank, parse: resolveWritePoint },
+});
+
 export = function (RED: NodeAPI) {
   function WriteNode(this: Node, def: WriteDef) {
     RED.nodes.createNode(this, def);
@@ -31,25 +39,16 @@ export = function (RED: NodeAPI) {
     const missing = RED._('localbattery-write.errors.noDevice');
     const device = deviceOf(RED, node, def.device, missing);
 
-    let configured: WritePoint | undefined;
-    let configError: Error | undefined;
-    if (def.point) {
-      try {
-        configured = resolveWritePoint(def.point);
-      } catch (error) {
-        configError = error as Error;
-        node.status({ fill: 'red', shape: 'ring', text: RED._('localbattery-write.status.invalidPoint') });
-        node.error(configError.message);
-      }
+    const deployed = writeInputs.deploy(def);
+    if (deployed.error) {
+      node.status({ fill: 'red', shape: 'ring', text: RED._('localbattery-write.status.invalidPoint') });
+      node.error(deployed.error.message);
     }
 
     function pointFor(msg: WriteMessage): { point: WritePoint; fromMsg: boolean } {
-      if (msg.point !== undefined && msg.point !== null && msg.point !== '') {
-        return { point: resolveWritePoint(msg.point, 'msg.point'), fromMsg: true };
-      }
-      if (configError) throw configError;
-      if (!configured) throw new ValidationError('msg.point', msg.point, RED._('localbattery-write.errors.pointRequired'));
-      return { point: configured, fromMsg: false };
+      const { point } = writeInputs.forMessage(msg, deployed);
+      if (!point) throw new ValidationError('msg.point', msg.point, RED._('localbattery-write.errors.pointRequired'));
+      return { point, fromMsg: !isBlank(msg.point) };
     }
 
     function valueFor(msg: WriteMessage): Promise<unknown> {

@@ -418,16 +418,6 @@ export function pointByName(name: string): Point | undefined {
   return byName.get(name);
 }
 
-/** Read points in catalogue order, grouped by category. */
-export function readCategories(): { category: string; points: ReadPoint[] }[] {
-  const groups = new Map<string, ReadPoint[]>();
-  for (const point of READ_POINTS) {
-    if (!groups.has(point.category)) groups.set(point.category, []);
-    groups.get(point.category)!.push(point);
-  }
-  return [...groups].map(([category, points]) => ({ category, points }));
-}
-
 /** A read address the catalogue may not know: the device may support more than the specification lists. */
 export function isValidAddress(address: unknown): address is number {
   return typeof address === 'number' && Number.isInteger(address) && address >= 0 && address <= 65535;

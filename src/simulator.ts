@@ -430,11 +430,6 @@ export class DeviceSimulator {
     return Math.round(this.meterW);
   }
 
-  get loadPower(): number {
-    this.advance();
-    return Math.round(this.loadW);
-  }
-
   get pvPower(): number {
     this.advance();
     return Math.round(this.pvW);

@@ -16,6 +16,7 @@ import should from 'should';
 import type { Browser, Page } from 'playwright-core';
 import { DeviceSimulator } from '../src/simulator';
 import { READ_POINTS, WRITE_POINTS, describeAllowed, pointByName, type WritePoint } from '../src/catalogue';
+import { NUMBER_RULES } from '../src/inputs';
 import { text } from './node-support';
 import { launchChromium, requireChromium, startNodeRed, stopChild } from './node-red-process';
 
@@ -304,6 +305,9 @@ describe('editor in a real browser (chromium)', function () {
     await page.locator(`[id="${ID.control}"] .red-ui-flow-node-error`).waitFor({ state: 'visible' });
 
     await openEditor(ID.control);
+    // 0x320 is 800 to Number(), but not to the runtime's decimal rule.
+    await typeInto('#node-input-power', '0x320');
+    (await page.locator('#node-input-power').getAttribute('class'))!.should.match(/input-error/);
     await typeInto('#node-input-power', '800');
     await typeInto('#node-input-chargeSoc', '50');
     (await page.locator('#node-input-power').getAttribute('class') ?? '').should.not.match(/input-error/);
@@ -368,13 +372,19 @@ describe('editor in a real browser (chromium)', function () {
       await page.mouse.move(5, 5);
       await popover.waitFor({ state: 'hidden' });
     };
-    const portMessage = text('localbattery-device.validation.port', { min: 1, max: 65535 });
-    const intervalMessage = text('localbattery-device.validation.minInterval', { min: 1000, max: 3600000 });
+    // The bounds and the decimal-number rule are the runtime's, served by the catalogue route.
+    const portMessage = text('localbattery-device.validation.port', NUMBER_RULES.port);
+    const intervalMessage = text('localbattery-device.validation.minInterval', NUMBER_RULES.minInterval);
     portMessage.should.not.match(/localbattery-device\./);
 
+    // 0x50 is 80 to Number(), but not to the runtime.
+    await typeInto('#node-config-input-port', '0x50');
+    await tooltip('#node-config-input-port', portMessage);
     await typeInto('#node-config-input-port', '70000');
     await tooltip('#node-config-input-port', portMessage);
     await showAdvanced();
+    await typeInto('#node-config-input-minInterval', String(NUMBER_RULES.minInterval.max + 1));
+    await tooltip('#node-config-input-minInterval', intervalMessage);
     await typeInto('#node-config-input-minInterval', '500');
     await tooltip('#node-config-input-minInterval', intervalMessage);
     await updateDevice();

@@ -589,13 +589,19 @@ describe('localbattery-read editor validation', function () {
     editor = loadEditorScript('localbattery-read');
   });
 
-  it('accepts ${VAR} for the interval and the heartbeat, and checks numbers against 1 to 86400 seconds', function () {
+  it('accepts ${VAR} for the interval and the heartbeat, and checks numbers against 1 to 86400 seconds', async function () {
+    // The bounds and the decimal-number rule come with the catalogue.
+    editor.definition.onpaletteadd();
+    editor.finishLoad();
+    await until(() => editor.revalidated > 0, 1000, 'revalidation after loading');
     for (const field of ['interval', 'heartbeat']) {
       should(check(field, '${POLL_SECONDS}')).be.true(field);
       should(check(field, '')).be.true();
       should(check(field, '0')).be.true();
       should(check(field, '5')).be.true();
       should(check(field, '0.5')).be.a.String();
+      should(check(field, '86401')).be.a.String();
+      should(check(field, '0x5')).be.a.String();
       should(check(field, '${}')).be.a.String();
     }
   });

@@ -9,7 +9,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import * as vm from 'node:vm';
 import type { NodeAPI } from 'node-red';
-import { catalogueJson } from '../src/catalogue';
+import { editorCatalogueJson } from '../src/inputs';
 
 const { name: packageName } = JSON.parse(fs.readFileSync(path.resolve(__dirname, '..', '..', 'package.json'), 'utf8'));
 const LOCALES = path.resolve(__dirname, '..', 'nodes', 'locales');
@@ -141,7 +141,7 @@ export function loadEditorScript(nodeType: string, extraRED: Record<string, unkn
   if (!source.includes(`<script src="${shared}"></script>`)) throw new Error(`${nodeType}.html does not load ${shared}`);
   const editor = { requests: [] as string[], revalidated: 0 } as EditorUnderTest;
   const loaded = new Promise<unknown>((resolve) => {
-    editor.finishLoad = () => resolve(catalogueJson());
+    editor.finishLoad = () => resolve(editorCatalogueJson());
   });
   const $ = Object.assign(() => ({ length: 0 }), {
     getJSON: (url: string) => {
@@ -161,6 +161,7 @@ export function loadEditorScript(nodeType: string, extraRED: Record<string, unkn
       },
       getType: (type: string) => (type === nodeType ? editor.definition : undefined),
       eachNode: (visit: (node: unknown) => void) => visit({ type: nodeType }),
+      eachConfig: () => undefined,
       // `extraRED.nodes` adds members such as `node` (look-up of a config node).
       ...(extraRED.nodes as Record<string, unknown> | undefined),
     },

@@ -1,0 +1,168 @@
+/**
+ * Inputs described once: every node setting and msg override is declared with where it comes from (node setting,
+ * then msg override, then default) and how it is parsed, so each rule lives in one place and every bad value fails
+ * with the same ValidationError (field, short preview, allowed range). The number rules are also served to the
+ * editor (settingRulesJson), which runs the same description.
+ */
+import { ValidationError } from './errors';
+import { DECIMAL, decimalNumber } from './numbers';
+import { MIN_INTERVAL_FLOOR_MS, NAMESPACE_PATTERN } from './client';
+import { CONTROL_DEFAULTS, CONTROL_LIMITS } from './control';
+import { MAX_PASSWORD_BYTES } from './password-crypto';
+import { catalogueJson } from './catalogue';
+
+/** A decimal number within bounds. */
+export interface NumberRule {
+  readonly min: number;
+  readonly max: number;
+  /** Whole numbers only. */
+  readonly integer?: boolean;
+  /** 0 is allowed too and means "off" (then `off` says what it turns off). */
+  readonly off?: string;
+  readonly unit?: string;
+}
+
+/** The bounds every setting of the package shares with the editor. */
+export const NUMBER_RULES = {
+  port: { min: 1, max: 65535, integer: true },
+  localPort: { min: 0, max: 65535, integer: true },
+  // Above an hour between requests nothing works any more; the device needs a second.
+  minInterval: { min: MIN_INTERVAL_FLOOR_MS, max: 3600000, integer: true, unit: 'ms' },
+  timeout: { min: 100, max: 120000, integer: true, unit: 'ms' },
+  // The device's minimum request interval is 1 s; above a day a timer gains nothing (and overflows at ~24 days).
+  pollInterval: { min: 1, max: 86400, unit: 'seconds', off: 'no polling' },
+  heartbeat: { min: 1, max: 86400, unit: 'seconds', off: 'none' },
+  // Answers come within a second or two; longer only blocks the flow.
+  listenTime: { min: 0.5, max: 60, unit: 'seconds' },
+} as const satisfies Record<string, NumberRule>;
+
+/** What `rule` allows, in words, e.g. "an integer from 1 to 65535". */
+export function allowedText(rule: NumberRule): string {
+  const range = `${rule.integer ? 'an integer' : 'a number'} from ${rule.min} to ${rule.max}${rule.unit ? ' ' + rule.unit : ''}`;
+  return rule.off ? `empty or 0 (${rule.off}), or ${range}` : range;
+}
+
+/** A parser: the value, or a ValidationError naming `field`. */
+export type Parse<T> = (value: unknown, field: string) => T;
+
+const isEmpty = (value: unknown) => value === undefined || value === null || (typeof value === 'string' && value.trim() === '');
+
+/** A decimal number (or numeric text) within `rule`; with `rule.off`, empty and 0 give 0. */
+export function numberIn(rule: NumberRule): Parse<number> {
+  return (value, field) => {
+    if (rule.off && isEmpty(value)) return 0;
+    const number = decimalNumber(value);
+    if (rule.off && number === 0) return 0;
+    if (number === undefined || number < rule.min || number > rule.max || (rule.integer && !Number.isInteger(number))) {
+      throw new ValidationError(field, value, allowedText(rule));
+    }
+    return number;
+  };
+}
+
+/** true or false, nothing else (a "false" string would be truthy). */
+export const flag: Parse<boolean> = (value, field) => {
+  if (typeof value !== 'boolean') throw new ValidationError(field, value, 'true or false');
+  return value;
+};
+
+/** One of `values`. */
+export function oneOf<T extends string>(values: readonly T[]): Parse<T> {
+  return (value, field) => {
+    if (!values.includes(value as T)) throw new ValidationError(field, value, `one of ${values.map((v) => JSON.stringify(v)).join(', ')}`);
+    return value as T;
+  };
+}
+
+/** Text, trimmed. */
+export function text(allowed: string): Parse<string> {
+  return (value, field) => {
+    if (typeof value !== 'string') throw new ValidationError(field, value, allowed);
+    return value.trim();
+  };
+}
+
+/** One input of a node. */
+export interface InputSpec<T> {
+  /** The node setting that holds it. */
+  setting?: string;
+  /** Its name in errors about the setting, when not the setting's own name (e.g. "listen time"). */
+  label?: string;
+  /** The msg property that overrides the setting, e.g. "points" for msg.points. */
+  msg?: string;
+  /** Taken when the setting is absent (parsed like a setting); without one an absent input stays undefined. */
+  fallback?: unknown;
+  /** Values that count as not given; undefined and null when not set. */
+  absent?: (value: unknown) => boolean;
+  parse: Parse<T>;
+}
+
+type Specs = Record<string, InputSpec<unknown>>;
+export type InputValues<S extends Specs> = { [K in keyof S]: S[K] extends InputSpec<infer T> ? T | undefined : never };
+
+/** The deployed settings: every value that parsed, and the error of each that did not. */
+export interface Deployed<S extends Specs> {
+  values: InputValues<S>;
+  errors: ReadonlyMap<keyof S, ValidationError>;
+  /** The first error, for the node's status and log. */
+  error: ValidationError | undefined;
+}
+
+const notGiven = (value: unknown) => value === undefined || value === null;
+
+/** A node's inputs, declared once: checks its settings at deploy and applies msg overrides per message. */
+export function describeInputs<S extends Specs>(specs: S) {
+  const entries = Object.entries(specs) as [keyof S & string, InputSpec<unknown>][];
+  return {
+    specs,
+    /** Checks every setting (at deploy). Errors are collected, not thrown, so that a msg override can still stand in. */
+    deploy(settings: object): Deployed<S> {
+      const values = {} as Record<string, unknown>;
+      const errors = new Map<keyof S, ValidationError>();
+      let first: ValidationError | undefined;
+      for (const [name, spec] of entries) {
+        const absent = spec.absent ?? notGiven;
+        const raw = spec.setting === undefined ? undefined : (settings as Record<string, unknown>)[spec.setting];
+        const given = absent(raw) ? spec.fallback : raw;
+        if (given === undefined) continue;
+        try {
+          values[name] = spec.parse(given, spec.label ?? spec.setting ?? name);
+        } catch (error) {
+          if (!(error instanceof ValidationError)) throw error;
+          errors.set(name, error);
+          first ??= error;
+        }
+      }
+      return { values: values as InputValues<S>, errors, error: first };
+    },
+    /** The values for one message: its overrides over the deployed settings; throws the first bad one. */
+    forMessage(msg: object, deployed: Deployed<S>): InputValues<S> {
+      const values = { ...deployed.values } as Record<string, unknown>;
+      for (const [name, spec] of entries) {
+        const raw = spec.msg === undefined ? undefined : (msg as Record<string, unknown>)[spec.msg];
+        const deployError = deployed.errors.get(name);
+        if (spec.msg !== undefined && !(spec.absent ?? notGiven)(raw)) values[name] = spec.parse(raw, `msg.${spec.msg}`);
+        else if (deployError) throw deployError;
+      }
+      return values as InputValues<S>;
+    },
+  };
+}
+
+/** Every rule the editor must check the same way as the runtime, for the catalogue route. */
+export function settingRulesJson() {
+  return {
+    numbers: NUMBER_RULES,
+    allowed: Object.fromEntries(Object.entries(NUMBER_RULES).map(([name, rule]) => [name, allowedText(rule)])),
+    decimalPattern: DECIMAL.source,
+    decimalFlags: DECIMAL.flags,
+    namespacePattern: NAMESPACE_PATTERN.source,
+    maxPasswordBytes: MAX_PASSWORD_BYTES,
+    control: { defaults: CONTROL_DEFAULTS, limits: CONTROL_LIMITS },
+  };
+}
+
+/** What GET /localbattery/catalogue serves: the point catalogue and the setting rules. */
+export function editorCatalogueJson() {
+  return { ...catalogueJson(), rules: settingRulesJson() };
+}
