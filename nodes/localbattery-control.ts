@@ -5,6 +5,7 @@
  */
 import type { Node, NodeAPI, NodeDef, NodeMessageInFlow, NodeStatus } from 'node-red';
 import { CONTROL_LIMITS, RealTimeController, controlSettings, parseControl, type ControlCommand, type ControlOutcome } from '../src/control';
+import { describeInputs, flag } from '../src/inputs';
 import { deviceOf, serveDevice, timeOfDay, keepErrorCodes } from './shared';
 
 interface ControlDef extends NodeDef {
@@ -22,10 +23,15 @@ interface ControlDef extends NodeDef {
   skipped: 'pass' | 'drop';
 }
 
+/** msg.force: true sends a setpoint even when it repeats the last one. The payload is parsed by parseControl. */
+const controlInputs = describeInputs({ force: { msg: 'force', parse: flag } });
+
 interface ControlMessage extends NodeMessageInFlow {
   force?: unknown;
   skipped?: boolean;
 }
+
+const noSettings = controlInputs.deploy({});
 
 export = function (RED: NodeAPI) {
   function ControlNode(this: Node, def: ControlDef) {
@@ -70,8 +76,9 @@ export = function (RED: NodeAPI) {
 
     async function handle(msg: ControlMessage): Promise<ControlMessage | undefined> {
       if (!controller) throw configError ?? new Error(missing);
+      const force = controlInputs.forMessage(msg, noSettings).force === true;
       const command = parseControl(msg.payload, controller.settings);
-      const outcome = await controller.run.apply(command, msg.force === true, () =>
+      const outcome = await controller.run.apply(command, force, () =>
         status({ fill: 'blue', shape: 'ring', text: RED._('localbattery-control.status.sending') }),
       );
       if (outcome.status === 'repeat') {

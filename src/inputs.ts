@@ -7,7 +7,7 @@
 import { ValidationError } from './errors';
 import { DECIMAL, decimalNumber } from './numbers';
 import { MIN_INTERVAL_FLOOR_MS, NAMESPACE_PATTERN } from './client';
-import { CONTROL_DEFAULTS, CONTROL_LIMITS } from './control';
+import { CONTROL_DEFAULTS, CONTROL_LIMITS, MAX_CONTROL_SECONDS } from './control';
 import { MAX_PASSWORD_BYTES } from './password-crypto';
 import { catalogueJson } from './catalogue';
 
@@ -158,7 +158,7 @@ export function settingRulesJson() {
     decimalFlags: DECIMAL.flags,
     namespacePattern: NAMESPACE_PATTERN.source,
     maxPasswordBytes: MAX_PASSWORD_BYTES,
-    control: { defaults: CONTROL_DEFAULTS, limits: CONTROL_LIMITS },
+    control: { defaults: CONTROL_DEFAULTS, limits: CONTROL_LIMITS, maxSeconds: MAX_CONTROL_SECONDS },
   };
 }
 

@@ -4,7 +4,7 @@ import deviceNode = require('../nodes/localbattery-device');
 import controlNode = require('../nodes/localbattery-control');
 import writeNode = require('../nodes/localbattery-write');
 import { REAL_TIME, WORKING_MODES, pointByName, writePointByAddress, type ReadPoint } from '../src/catalogue';
-import { STATE_CODES } from '../src/control';
+import { MAX_CONTROL_SECONDS, STATE_CODES } from '../src/control';
 import type { DeviceSimulator } from '../src/simulator';
 import { deviceConfig, helper, startSimulator } from './support';
 import { type EditorUnderTest, inEnglish, loadEditorScript, watchAfterClose, lastStatus, nextInput, sleep, statusesOf, text, until } from './node-support';
@@ -170,6 +170,11 @@ describe('localbattery-control node', function () {
     should(outputs).have.length(1);
     should(simulator.stats.requests).equal(requests);
 
+    const caught = nextInput(helper.getNode('caught'));
+    node.receive({ payload: -800, force: 'yes' });
+    should((await caught).error.message).match(/msg\.force.*"yes".*true or false/);
+    should(simulator.stats.requests).equal(requests);
+
     node.receive({ payload: -800, force: true });
     await until(() => outputs.length === 2, 5000, 'the forced setpoint');
     should(simulator.stats.requests).equal(requests + 1);
@@ -332,11 +337,18 @@ describe('localbattery-control editor validation', function () {
     should(editor.definition.defaults.power.validate.call({}, 'x')).be.false();
   });
 
-  it('wants repeat and re-check times of 0 or more seconds', function () {
+  it('wants repeat and re-check times from 0 to the maximum the runtime serves', async function () {
+    check('repeat', '0');
+    editor.finishLoad();
+    await sleep(0);
+    const max = MAX_CONTROL_SECONDS;
     for (const field of ['repeat', 'modeCheck']) {
       should(check(field, '0')).be.true();
       should(check(field, '2.5')).be.true();
-      should(check(field, '-1')).equal(text('localbattery-control.validation.seconds'));
+      should(check(field, String(max))).be.true();
+      should(check(field, '-1')).equal(text('localbattery-control.validation.seconds', { max }));
+      should(check(field, String(max + 1))).be.a.String();
+      should(check(field, '1e400')).be.a.String();
       should(check(field, 'soon')).be.a.String();
       should(check(field, '')).be.a.String();
     }
