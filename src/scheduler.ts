@@ -131,7 +131,7 @@ export interface KnownValue {
 export class DeviceQueue {
   private readonly members = new Set<QueueMember>();
   private readonly commands: CommandJob[] = [];
-  private readonly reads: ReadJob[] = [];
+  private reads: ReadJob[] = [];
   private readonly known = new Map<number, KnownValue>();
   readonly margin = new ArrivalMargin();
   /** When the last request left, and the interval it asked for. */
@@ -147,14 +147,14 @@ export class DeviceQueue {
   private sleep: { timer: NodeJS.Timeout; wake: () => void } | undefined;
   private inFlight: AbortController | undefined;
   /** The jobs of the request being prepared, whose members' intervals it must respect. */
-  private current: Job[] = [];
+  private current = new Set<Job>();
   /** Requests started so far (each HTTP request, including a digest challenge's answer). */
   requestCount = 0;
 
   /** Jobs waiting for a request (not those of the request under way). */
   get size(): number {
-    const waiting = (job: Job) => !this.current.includes(job);
-    return this.commands.filter(waiting).length + this.reads.filter(waiting).length;
+    // Every job of the request under way is still in its list until it is settled or dropped.
+    return this.commands.length + this.reads.length - this.current.size;
   }
 
   attach(member: QueueMember): void {
@@ -258,6 +258,7 @@ export class DeviceQueue {
         const job = list[i]!;
         if (!matches(job)) continue;
         list.splice(i, 1);
+        this.current.delete(job);
         if (job.settled) continue;
         job.settled = true;
         // A job whose request is out may have been carried out: the caller must not assume either way.
@@ -296,7 +297,7 @@ export class DeviceQueue {
           await this.runReads(context);
         }
         this.inFlight = undefined;
-        this.current = [];
+        this.current.clear();
       }
     } finally {
       this.running = false;
@@ -332,11 +333,11 @@ export class DeviceQueue {
   }
 
   private intervalsOfCurrentJob(): number[] {
-    return this.current.map((job) => job.member.minIntervalMs);
+    return [...this.current].map((job) => job.member.minIntervalMs);
   }
 
   private start(jobs: Job[]): void {
-    this.current = jobs;
+    this.current = new Set(jobs);
     for (const job of jobs) {
       if (job.started) continue;
       job.started = true;
@@ -354,6 +355,7 @@ export class DeviceQueue {
     }
     const index = this.commands.indexOf(job);
     if (index >= 0) this.commands.splice(index, 1);
+    this.current.delete(job);
     if (job.settled) return;
     job.settled = true;
     if (outcome.error) job.reject(outcome.error);
@@ -365,17 +367,7 @@ export class DeviceQueue {
     const key = this.reads[0]!.member.mergeKey;
     const jobs = this.reads.filter((job) => job.member.mergeKey === key);
     const member = jobs[0]!.member;
-    const batch = new Set<number>();
-    const queues = jobs.map((job) => [...job.pending]);
-    for (let round = 0, added = true; added && batch.size < member.maxAddressesPerRead; round++) {
-      added = false;
-      for (const queue of queues) {
-        while (round < queue.length && batch.has(queue[round]!)) queue.splice(round, 1);
-        if (round >= queue.length || batch.size >= member.maxAddressesPerRead) continue;
-        batch.add(queue[round]!);
-        added = true;
-      }
-    }
+    const batch = fairBatch(jobs, member.maxAddressesPerRead);
     const participants = jobs.filter((job) => [...job.pending].some((address) => batch.has(address)));
     this.start(participants);
     let answer: Record<string, unknown>;
@@ -383,6 +375,7 @@ export class DeviceQueue {
       answer = await member.readBatch([...batch], context);
     } catch (error) {
       for (const job of participants) this.finishRead(job, error as Error);
+      this.removeFinishedReads(participants);
       return;
     }
     const now = performance.now();
@@ -399,11 +392,17 @@ export class DeviceQueue {
       }
       if (job.pending.size === 0) this.finishRead(job);
     }
+    this.removeFinishedReads(participants);
+  }
+
+  /** One pass over the list, however many callers a request served. */
+  private removeFinishedReads(participants: ReadJob[]): void {
+    const finished = new Set(participants.filter((job) => job.settled));
+    if (finished.size > 0) this.reads = this.reads.filter((job) => !finished.has(job));
+    for (const job of participants) this.current.delete(job);
   }
 
   private finishRead(job: ReadJob, error?: Error): void {
-    const index = this.reads.indexOf(job);
-    if (index >= 0) this.reads.splice(index, 1);
     if (job.settled) return;
     job.settled = true;
     if (error) job.reject(error);
@@ -437,6 +436,28 @@ export class DeviceQueue {
     }
     if (this.size === 0 || this.members.size === 0) this.sleep?.wake();
   }
+}
+
+/** Everything the callers wait for when it fits in one request; otherwise one address of each caller in turn. */
+function fairBatch(jobs: ReadJob[], max: number): Set<number> {
+  const all = new Set<number>();
+  for (const job of jobs) {
+    for (const address of job.pending) all.add(address);
+    if (all.size > max) break;
+  }
+  if (all.size <= max) return all;
+  const batch = new Set<number>();
+  const queues = jobs.map((job) => [...job.pending]);
+  for (let round = 0, added = true; added && batch.size < max; round++) {
+    added = false;
+    for (const queue of queues) {
+      while (round < queue.length && batch.has(queue[round]!)) queue.splice(round, 1);
+      if (round >= queue.length || batch.size >= max) continue;
+      batch.add(queue[round]!);
+      added = true;
+    }
+  }
+  return batch;
 }
 
 function overlaps(write: { address: number; values: number[] }, address: number, count: number): boolean {
