@@ -4,7 +4,14 @@
  * src/control.ts; this node glues it to messages, status and the shared client.
  */
 import type { Node, NodeAPI, NodeDef, NodeMessageInFlow, NodeStatus } from 'node-red';
-import { CONTROL_LIMITS, RealTimeController, controlSettings, parseControl, type ControlCommand, type ControlOutcome } from '../src/control';
+import {
+  CONTROL_LIMITS,
+  RealTimeController,
+  controlSettings,
+  parseControl,
+  type ControlCommand,
+  type ControlOutcome,
+} from '../src/control';
 import { describeInputs, flag } from '../src/inputs';
 import { deviceOf, serveDevice, timeOfDay, keepErrorCodes } from './shared';
 
@@ -89,7 +96,11 @@ export = function (RED: NodeAPI) {
         status({ fill: 'yellow', shape: 'ring', text: RED._('localbattery-control.status.superseded') });
         return undefined;
       }
-      status({ fill: 'green', shape: 'dot', text: RED._('localbattery-control.status.sent', { text: describe(command), time: timeOfDay() }) });
+      status({
+        fill: 'green',
+        shape: 'dot',
+        text: RED._('localbattery-control.status.sent', { text: describe(command), time: timeOfDay() }),
+      });
       return output(msg, command, outcome);
     }
 

@@ -36,9 +36,27 @@ const STORED_PASSWORD = '__PWRD__';
 /** The device settings, each checked by the rule the editor gets from the catalogue route. */
 const deviceInputs = describeInputs({
   port: { setting: 'port', fallback: DEFAULTS.port, absent: isBlank, parse: numberIn(NUMBER_RULES.port) },
-  minIntervalMs: { setting: 'minInterval', label: 'minimum interval', fallback: DEFAULTS.minIntervalMs, absent: isBlank, parse: numberIn(NUMBER_RULES.minInterval) },
-  timeoutMs: { setting: 'timeout', label: 'time-out', fallback: DEFAULTS.timeoutMs, absent: isBlank, parse: numberIn(NUMBER_RULES.timeout) },
-  powerLimit: { setting: 'powerLimit', label: 'power limit', fallback: POWER_LIMIT.default, absent: isBlank, parse: (value, field) => validatePowerLimit(decimalNumber(value) ?? value, field) },
+  minIntervalMs: {
+    setting: 'minInterval',
+    label: 'minimum interval',
+    fallback: DEFAULTS.minIntervalMs,
+    absent: isBlank,
+    parse: numberIn(NUMBER_RULES.minInterval),
+  },
+  timeoutMs: {
+    setting: 'timeout',
+    label: 'time-out',
+    fallback: DEFAULTS.timeoutMs,
+    absent: isBlank,
+    parse: numberIn(NUMBER_RULES.timeout),
+  },
+  powerLimit: {
+    setting: 'powerLimit',
+    label: 'power limit',
+    fallback: POWER_LIMIT.default,
+    absent: isBlank,
+    parse: (value, field) => validatePowerLimit(decimalNumber(value) ?? value, field),
+  },
 });
 
 function isBlank(value: unknown): boolean {
@@ -165,7 +183,7 @@ export = function (RED: NodeAPI) {
     const body = bodyOf(req);
     const listenMs = Math.min(Math.max(decimalNumber(body.listenMs) || 3000, 500), 15000);
     const target = typeof body.target === 'string' && body.target.trim() ? body.target.trim() : undefined;
-    const port = body.port === undefined || body.port === '' ? undefined : decimalNumber(body.port) ?? NaN;
+    const port = body.port === undefined || body.port === '' ? undefined : (decimalNumber(body.port) ?? NaN);
     try {
       const devices = await discover({ target, port, listenMs, onWarning: (message) => warnings.push(message) });
       res.json({ devices, warnings });

@@ -21,7 +21,14 @@ const isBlank = (value: unknown) => value === undefined || value === '';
 /** Settings, and what a message may override; msg.target "" asks for a broadcast. */
 const discoverInputs = describeInputs({
   target: { setting: 'target', msg: 'target', fallback: '', absent: (value) => value === undefined, parse: target },
-  listenTime: { setting: 'listenTime', label: 'listen time', msg: 'listenTime', fallback: DEFAULT_LISTEN_MS / 1000, absent: (value) => value === undefined, parse: numberIn(NUMBER_RULES.listenTime) },
+  listenTime: {
+    setting: 'listenTime',
+    label: 'listen time',
+    msg: 'listenTime',
+    fallback: DEFAULT_LISTEN_MS / 1000,
+    absent: (value) => value === undefined,
+    parse: numberIn(NUMBER_RULES.listenTime),
+  },
   port: { setting: 'port', label: 'device port', fallback: DEVICE_PORT, absent: isBlank, parse: numberIn(NUMBER_RULES.port) },
   localPort: { setting: 'localPort', label: 'local port', fallback: LOCAL_PORT, absent: isBlank, parse: numberIn(NUMBER_RULES.localPort) },
 });

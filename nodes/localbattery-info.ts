@@ -43,7 +43,8 @@ function macText(mac: unknown): string | undefined {
 
 /** `time` ("2024-05-01 12:34:56") as milliseconds, read as if it were UTC; undefined if it has another shape. */
 function wallClockMs(time: unknown): number | undefined {
-  const match = typeof time === 'string' ? /^(\d{4})[-/.](\d{1,2})[-/.](\d{1,2})[ T](\d{1,2}):(\d{2})(?::(\d{2}))?/.exec(time.trim()) : null;
+  const match =
+    typeof time === 'string' ? /^(\d{4})[-/.](\d{1,2})[-/.](\d{1,2})[ T](\d{1,2}):(\d{2})(?::(\d{2}))?/.exec(time.trim()) : null;
   if (!match) return undefined;
   const [year = NaN, month = NaN, day = NaN, hour = NaN, minute = NaN, second = 0] = match.slice(1).map((part) => Number(part ?? 0));
   const ms = Date.UTC(year, month - 1, day, hour, minute, second);
@@ -76,7 +77,8 @@ function describeInfo(info: DeviceInfo): InfoPayload {
   }
   const offset = payload.utcOffset ?? timezoneMinutes(info.timezone);
   if (offset !== undefined) payload.utcOffset = offset;
-  if (wall !== undefined) payload.localTime = new Date(wall).toISOString().slice(0, 19) + (payload.utcOffset === undefined ? '' : offsetText(payload.utcOffset));
+  if (wall !== undefined)
+    payload.localTime = new Date(wall).toISOString().slice(0, 19) + (payload.utcOffset === undefined ? '' : offsetText(payload.utcOffset));
   const runTime = decimalNumber(info.run_time);
   if (runTime !== undefined && runTime >= 0) payload.uptime = uptimeText(runTime);
   const macAddress = macText(info.mac);

@@ -59,19 +59,30 @@ function parseDeadBand(value: unknown, keyOf: (address: number) => string): Dead
   const band: DeadBand = { all: 0, byPoint: new Map() };
   const allowed = 'a number of at least 0 for every numeric point and/or point=number entries, comma-separated, e.g. "20, batterySoc=1"';
   const text = typeof value === 'string' || typeof value === 'number' ? String(value) : '';
-  for (const entry of text.split(',').map((s) => s.trim()).filter((s) => s !== '')) {
+  for (const entry of text
+    .split(',')
+    .map((s) => s.trim())
+    .filter((s) => s !== '')) {
     const [point, amount] = entry.includes('=') ? entry.split('=').map((s) => s.trim()) : [undefined, entry];
     const size = decimalNumber(amount);
     if (size === undefined || size < 0) throw new ValidationError('dead band', value, allowed);
     if (point === undefined) band.all = size;
-    else for (const address of resolveReadAddresses([/^\d+$/.test(point) ? Number(point) : point], 'dead band')) band.byPoint.set(keyOf(address), size);
+    else
+      for (const address of resolveReadAddresses([/^\d+$/.test(point) ? Number(point) : point], 'dead band'))
+        band.byPoint.set(keyOf(address), size);
   }
   return band;
 }
 
 /** A list of read point names or addresses: an array, or the same as a comma-separated string. */
 function pointList(value: unknown, field: string): number[] {
-  const list = typeof value === 'string' ? value.split(',').map((s) => s.trim()).filter((s) => s !== '') : value;
+  const list =
+    typeof value === 'string'
+      ? value
+          .split(',')
+          .map((s) => s.trim())
+          .filter((s) => s !== '')
+      : value;
   if (!Array.isArray(list)) {
     throw new ValidationError(field, value, 'an array of read point names or addresses, or a comma-separated string of them');
   }
@@ -101,7 +112,7 @@ function register(RED: NodeAPI) {
     const decode = def.decode === true;
     const onlyChange = def.onlyChange === true;
     const keyOf = (address: number): string =>
-      mode === 'address' ? String(address) : readPointByAddress(address)?.name ?? String(address);
+      mode === 'address' ? String(address) : (readPointByAddress(address)?.name ?? String(address));
 
     const device = deviceOf(RED, node, def.device, RED._('localbattery-read.errors.noDevice'));
     // Heartbeat and dead band count only with "only on change": elsewhere they are hidden in the editor.
@@ -188,7 +199,10 @@ function register(RED: NodeAPI) {
       lastSentAt = Date.now();
       const payload: Record<string, unknown> = {};
       const units: Record<string, string> = {};
-      const metadata: Record<string, { address: number; label?: string; unit?: string; category?: string; homeAssistant?: HomeAssistantSensor }> = {};
+      const metadata: Record<
+        string,
+        { address: number; label?: string; unit?: string; category?: string; homeAssistant?: HomeAssistantSensor }
+      > = {};
       for (const reading of readings) {
         const point = readPointByAddress(reading.address);
         payload[reading.key] = output(reading);
@@ -196,7 +210,10 @@ function register(RED: NodeAPI) {
         const homeAssistant = point && homeAssistantSensor(point);
         metadata[reading.key] = point
           ? {
-              address: reading.address, label: point.label, ...(point.unit ? { unit: point.unit } : {}), category: point.category,
+              address: reading.address,
+              label: point.label,
+              ...(point.unit ? { unit: point.unit } : {}),
+              category: point.category,
               ...(homeAssistant ? { homeAssistant } : {}),
             }
           : { address: reading.address };
@@ -336,7 +353,8 @@ function register(RED: NodeAPI) {
     }
 
     // The nodes of one deploy start within a few ms of each other: their first polls meet on a 100 ms boundary.
-    if (session && intervalMs > 0) nextPoll = setTimeout(tick, alignedTime(Date.now() + FIRST_POLL_DELAY_MS, FIRST_POLL_DELAY_MS) - Date.now());
+    if (session && intervalMs > 0)
+      nextPoll = setTimeout(tick, alignedTime(Date.now() + FIRST_POLL_DELAY_MS, FIRST_POLL_DELAY_MS) - Date.now());
 
     node.on('close', (_removed: boolean, done: () => void) => {
       closed = true;

@@ -55,7 +55,9 @@ export = function (RED: NodeAPI) {
       // 'enum' is the editor's drop-down: the stored value is the enum code itself.
       if (def.valueType === 'enum') return Promise.resolve(def.value);
       return new Promise((resolve, reject) => {
-        RED.util.evaluateNodeProperty(def.value, def.valueType || 'msg', node, msg, (error, result) => (error ? reject(error) : resolve(result)));
+        RED.util.evaluateNodeProperty(def.value, def.valueType || 'msg', node, msg, (error, result) =>
+          error ? reject(error) : resolve(result),
+        );
       });
     }
 
@@ -77,7 +79,12 @@ export = function (RED: NodeAPI) {
         if (!(error instanceof RefusedError)) throw error;
         // The client's text names the address only: say which point and value the device refused.
         const hint = point.realTimeOnly ? RED._('localbattery-write.errors.realTimeOnly') : '';
-        throw new RefusedError(`the write of ${point.name} (address ${point.address}) = ${JSON.stringify(values.length > 1 ? values : values[0])}`, hint, point.address, values);
+        throw new RefusedError(
+          `the write of ${point.name} (address ${point.address}) = ${JSON.stringify(values.length > 1 ? values : values[0])}`,
+          hint,
+          point.address,
+          values,
+        );
       }
       if (life.closed) return undefined;
       if (result.status === 'superseded') {
@@ -89,7 +96,9 @@ export = function (RED: NodeAPI) {
       node.status({
         fill: 'green',
         shape: 'dot',
-        text: fromMsg ? RED._('localbattery-write.status.writtenPoint', { point: point.name, value: shown, time }) : RED._('localbattery-write.status.written', { value: shown, time }),
+        text: fromMsg
+          ? RED._('localbattery-write.status.writtenPoint', { point: point.name, value: shown, time })
+          : RED._('localbattery-write.status.written', { value: shown, time }),
       });
       msg.payload = { result: true };
       msg.point = point.name;

@@ -111,7 +111,10 @@ const CODE_HOOK = 'onReceive.localbatteryErrorCode';
 
 interface HookingRED {
   version?: () => string;
-  hooks?: { has(name: string): boolean; add(name: string, hook: (event: { msg: NodeMessage & { error?: Record<string, unknown> } }) => void): void };
+  hooks?: {
+    has(name: string): boolean;
+    add(name: string, hook: (event: { msg: NodeMessage & { error?: Record<string, unknown> } }) => void): void;
+  };
 }
 
 /** Node-RED copies `error.code` into what a Catch node receives from 4.1 on; before, the code was lost. */

@@ -47,7 +47,8 @@ function options(argv) {
     else throw new Error(`unknown option ${flag}`);
   }
   if (!(chosen.seconds >= 3)) throw new Error('--seconds needs 3 or more');
-  for (const name of chosen.only) if (!SCENARIOS.includes(name)) throw new Error(`unknown scenario ${name}; one of ${SCENARIOS.join(', ')}`);
+  for (const name of chosen.only)
+    if (!SCENARIOS.includes(name)) throw new Error(`unknown scenario ${name}; one of ${SCENARIOS.join(', ')}`);
   return chosen;
 }
 
@@ -62,13 +63,26 @@ const median = (values) => quantile(values, 0.5);
 /** A simulator behind the relay, and the flow's device configuration pointing at the relay. */
 async function device(settings, simulatorOptions = {}) {
   const simulator = new DeviceSimulator({
-    port: 0, udpPort: null, password: PASSWORD, latencyMs: settings.latency, rejectEarly: true, timeScale: 0, ...simulatorOptions,
+    port: 0,
+    udpPort: null,
+    password: PASSWORD,
+    latencyMs: settings.latency,
+    rejectEarly: true,
+    timeScale: 0,
+    ...simulatorOptions,
   });
   await simulator.start();
   const relay = await startRelay(simulator.port, { minMs: settings.delay[0], maxMs: settings.delay[1] });
   const config = {
-    id: 'device1', type: 'localbattery-device', name: 'bench', host: '127.0.0.1', port: relay.port, username: 'opend',
-    namespace: 'Vendor', minInterval: INTERVAL_MS, timeout: 10000,
+    id: 'device1',
+    type: 'localbattery-device',
+    name: 'bench',
+    host: '127.0.0.1',
+    port: relay.port,
+    username: 'opend',
+    namespace: 'Vendor',
+    minInterval: INTERVAL_MS,
+    timeout: 10000,
   };
   return { simulator, relay, config, credentials: { device1: { password: PASSWORD } } };
 }
@@ -79,7 +93,15 @@ function readers(k, seconds, first = 0) {
   const flow = [];
   for (let i = first; i < first + k; i++) {
     const mine = [points[(i * 3) % points.length], points[(i * 3 + 1) % points.length]].map((p) => p.name);
-    flow.push({ id: `read${i}`, type: 'localbattery-read', device: 'device1', points: mine, interval: seconds, output: 'object', wires: [[`out${i}`]] });
+    flow.push({
+      id: `read${i}`,
+      type: 'localbattery-read',
+      device: 'device1',
+      points: mine,
+      interval: seconds,
+      output: 'object',
+      wires: [[`out${i}`]],
+    });
     flow.push({ id: `out${i}`, type: 'helper' });
   }
   return flow;
@@ -117,7 +139,9 @@ function requestFigures(result) {
   const perInterval = result.requests / (result.elapsedMs / INTERVAL_MS);
   return {
     requestsPerInterval: perInterval.toFixed(2),
-    early: result.stats.violations.filter((v) => v.kind === 'interval').length + result.stats.violations.filter((v) => v.kind === 'parallel').length,
+    early:
+      result.stats.violations.filter((v) => v.kind === 'interval').length +
+      result.stats.violations.filter((v) => v.kind === 'parallel').length,
     rejected503: result.stats.rejectedEarly,
     minGapMs: result.stats.minGapMs === undefined ? '–' : Math.round(result.stats.minGapMs),
   };
@@ -197,7 +221,11 @@ async function controlScenario(settings, monitoring) {
 async function firstSetpoint(settings, workingMode, before) {
   const knownByRead = before === 'read';
   const flow = [controlNode];
-  if (knownByRead) flow.push({ id: 'mode', type: 'localbattery-read', device: 'device1', points: ['workingMode'], wires: [['modeOut']] }, { id: 'modeOut', type: 'helper' });
+  if (knownByRead)
+    flow.push(
+      { id: 'mode', type: 'localbattery-read', device: 'device1', points: ['workingMode'], wires: [['modeOut']] },
+      { id: 'modeOut', type: 'helper' },
+    );
   const { simulator, relay, config, credentials } = await device(settings, { workingMode });
   try {
     await helper.load(nodes, [config, ...flow], credentials);
@@ -239,9 +267,14 @@ async function main() {
   if (settings.only.includes('control')) rows.push(await controlScenario(settings, false));
   if (settings.only.includes('control+monitoring')) rows.push(await controlScenario(settings, true));
   if (rows.length > 0) {
-    console.log('| scenario | requests per interval (limit 1) | arrivals under the minimum | 503s | smallest gap | outputs per tick (min / median) | setpoint age (median / p95 / worst) |');
+    console.log(
+      '| scenario | requests per interval (limit 1) | arrivals under the minimum | 503s | smallest gap | outputs per tick (min / median) | setpoint age (median / p95 / worst) |',
+    );
     console.log('|---|---|---|---|---|---|---|');
-    for (const r of rows) console.log(`| ${r.scenario} | ${r.requestsPerInterval} | ${r.early} | ${r.rejected503} | ${r.minGapMs} ms | ${r.outputsPerTick} | ${r.staleness} |`);
+    for (const r of rows)
+      console.log(
+        `| ${r.scenario} | ${r.requestsPerInterval} | ${r.early} | ${r.rejected503} | ${r.minGapMs} ms | ${r.outputsPerTick} | ${r.staleness} |`,
+      );
   }
   if (settings.only.includes('first-setpoint')) {
     console.log('\n| first setpoint | at the device after | requests |');

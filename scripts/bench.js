@@ -54,9 +54,11 @@ async function queueMemory(maxQueue) {
     const settled = [];
     let rejectedAtOnce = 0;
     for (let i = 0; i < maxQueue * 3; i++) {
-      settled.push(client.read([6002, 6000, 11016]).catch((error) => {
-        if (error.code === 'QUEUE_FULL') rejectedAtOnce++;
-      }));
+      settled.push(
+        client.read([6002, 6000, 11016]).catch((error) => {
+          if (error.code === 'QUEUE_FULL') rejectedAtOnce++;
+        }),
+      );
     }
     await new Promise((resolve) => setImmediate(resolve));
     const heldBytes = process.memoryUsage().heapUsed - before;
@@ -83,7 +85,12 @@ async function lastWriteWins(writes) {
 
 async function main() {
   console.log('Read merging (concurrent reads, one device, 1 s minimum interval):');
-  for (const [callers, each] of [[20, 10], [100, 10], [200, 50]]) console.table(await burst(callers, each));
+  for (const [callers, each] of [
+    [20, 10],
+    [100, 10],
+    [200, 50],
+  ])
+    console.table(await burst(callers, each));
   console.log('Bounded queue under a device that never answers:');
   console.table(await queueMemory(1000));
   console.log('Last write wins (a control loop writing faster than the device takes it):');

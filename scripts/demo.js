@@ -37,7 +37,18 @@ function freePort(preferred) {
 /** The demo flows: the chosen examples, each pointed at the simulator and armed, one tab each. */
 function demoFlows(port) {
   const flows = [];
-  const device = { id: 'demo-device', type: 'localbattery-device', name: 'Simulator', host: '127.0.0.1', port, auth: 'digest', username: 'opend', namespace: '', minInterval: 1000, timeout: 10000 };
+  const device = {
+    id: 'demo-device',
+    type: 'localbattery-device',
+    name: 'Simulator',
+    host: '127.0.0.1',
+    port,
+    auth: 'digest',
+    username: 'opend',
+    namespace: '',
+    minInterval: 1000,
+    timeout: 10000,
+  };
   flows.push(device);
   for (const file of DEMO_EXAMPLES) {
     const example = JSON.parse(fs.readFileSync(path.join(root, 'examples', file), 'utf8'));
@@ -72,7 +83,10 @@ function installDemoModules() {
   fs.writeFileSync(manifestFile, JSON.stringify(manifest, null, 2));
   console.log(`Installing ${DASHBOARD}@${dashboardVersion} into ${userDir} (first start only)…`);
   const npm = process.platform === 'win32' ? 'npm.cmd' : 'npm';
-  const result = spawnSync(npm, ['install', '--no-audit', '--no-fund', '--no-package-lock', '--omit=dev'], { cwd: userDir, stdio: 'inherit' });
+  const result = spawnSync(npm, ['install', '--no-audit', '--no-fund', '--no-package-lock', '--omit=dev'], {
+    cwd: userDir,
+    stdio: 'inherit',
+  });
   if (result.status !== 0) throw new Error(`npm install in ${userDir} failed (exit ${result.status})`);
 }
 
@@ -80,7 +94,14 @@ async function main() {
   const simPort = await freePort(18080);
   const uiPort = await freePort(1880);
   // Self-consumption at start: the battery follows the house until a dashboard button takes over.
-  const simulator = new DeviceSimulator({ host: '127.0.0.1', port: simPort, udpPort: null, password: DEMO_PASSWORD, namespace: 'Indevolt', timeScale: 30 });
+  const simulator = new DeviceSimulator({
+    host: '127.0.0.1',
+    port: simPort,
+    udpPort: null,
+    password: DEMO_PASSWORD,
+    namespace: 'Indevolt',
+    timeScale: 30,
+  });
   await simulator.start();
 
   installDemoModules();
@@ -89,20 +110,28 @@ async function main() {
   fs.writeFileSync(path.join(userDir, 'flows_cred.json'), JSON.stringify({ 'demo-device': { password: DEMO_PASSWORD } }));
   fs.writeFileSync(
     path.join(userDir, 'settings.js'),
-    `module.exports = ${JSON.stringify({
-      uiHost: '127.0.0.1',
-      uiPort,
-      flowFile: 'flows.json',
-      credentialSecret: false,
-      telemetry: { enabled: false },
-      editorTheme: { tours: false, projects: { enabled: false } },
-      logging: { console: { level: 'info' } },
-    }, null, 2)};\n`,
+    `module.exports = ${JSON.stringify(
+      {
+        uiHost: '127.0.0.1',
+        uiPort,
+        flowFile: 'flows.json',
+        credentialSecret: false,
+        telemetry: { enabled: false },
+        editorTheme: { tours: false, projects: { enabled: false } },
+        logging: { console: { level: 'info' } },
+      },
+      null,
+      2,
+    )};\n`,
   );
 
-  const red = spawn(process.execPath, [require.resolve('node-red/red.js'), '--userDir', userDir, '--settings', path.join(userDir, 'settings.js')], {
-    stdio: ['ignore', 'pipe', 'inherit'],
-  });
+  const red = spawn(
+    process.execPath,
+    [require.resolve('node-red/red.js'), '--userDir', userDir, '--settings', path.join(userDir, 'settings.js')],
+    {
+      stdio: ['ignore', 'pipe', 'inherit'],
+    },
+  );
   let announced = false;
   red.stdout.on('data', (chunk) => {
     process.stdout.write(chunk);

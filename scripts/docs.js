@@ -9,7 +9,9 @@ const rewrite = (file, change) => fs.writeFileSync(file, change(fs.readFileSync(
 rewrite(path.join(root, 'README.md'), withPointTables);
 for (const language of HELP_LANGUAGES) {
   for (const direction of ['read', 'write']) {
-    rewrite(path.join(root, 'nodes', 'locales', language, `localbattery-${direction}.html`), (page) => withHelpPointList(page, direction, language));
+    rewrite(path.join(root, 'nodes', 'locales', language, `localbattery-${direction}.html`), (page) =>
+      withHelpPointList(page, direction, language),
+    );
   }
 }
 console.log('README.md point tables and help point lists updated');

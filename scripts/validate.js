@@ -47,7 +47,13 @@ const work = fs.mkdtempSync(path.join(os.tmpdir(), 'validate-'));
 let failed = [];
 try {
   // npm pack runs `prepare` (the build) and packs what package.json's `files` lists.
-  const packed = JSON.parse(execFileSync('npm', ['pack', '--json', '--pack-destination', work], { cwd: root, encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] }));
+  const packed = JSON.parse(
+    execFileSync('npm', ['pack', '--json', '--pack-destination', work], {
+      cwd: root,
+      encoding: 'utf8',
+      stdio: ['ignore', 'pipe', 'inherit'],
+    }),
+  );
   execFileSync('tar', ['-xzf', path.join(work, packed[0].filename), '-C', work]);
   const dir = path.join(work, 'package');
   const scorecardFile = path.join(work, 'scorecard.json');
@@ -61,7 +67,10 @@ try {
   // Its lines for the two checks answered with an empty catalogue would claim a result they did not get.
   const offlineLines = { 'No similar named packages found': 'P08', 'Nodes all have unique names': 'N01' };
   process.stdout.write(
-    output.replace(/^✅ (No similar named packages found|Nodes all have unique names)$/gm, (_, line) => `-- ${offlineLines[line]} not run (offline): ${line}?`),
+    output.replace(
+      /^✅ (No similar named packages found|Nodes all have unique names)$/gm,
+      (_, line) => `-- ${offlineLines[line]} not run (offline): ${line}?`,
+    ),
   );
   if (!fs.existsSync(scorecardFile)) throw new Error(`node-red-dev validate wrote no scorecard (exit code ${run.status})`);
   const scorecard = JSON.parse(fs.readFileSync(scorecardFile, 'utf8'));
@@ -76,7 +85,9 @@ try {
   if (unparsed.length > 0) failed.push(`N02 (not parsed or without an example: ${unparsed.join(', ')})`);
   if (/Unable to parse/.test(output)) failed.push('node definitions (Unable to parse)');
 
-  console.log(`\nvalidate: ${checks.length} checks run, ${OFFLINE_CHECKS.join(' and ')} not run (they need the flow library catalogue online)`);
+  console.log(
+    `\nvalidate: ${checks.length} checks run, ${OFFLINE_CHECKS.join(' and ')} not run (they need the flow library catalogue online)`,
+  );
   console.log(failed.length === 0 ? 'validate: all green' : `validate: FAILED ${failed.join('; ')}`);
 } catch (error) {
   failed.push(error.message);

@@ -28,7 +28,16 @@ import {
   ValidationError,
 } from './errors';
 import { checkPassword, encryptPassword } from './password-crypto';
-import { deviceQueue, normaliseHost, type DeviceQueue, type JobOptions, type KnownValue, type QueueMember, type RequestContext, type WriteStatus } from './scheduler';
+import {
+  deviceQueue,
+  normaliseHost,
+  type DeviceQueue,
+  type JobOptions,
+  type KnownValue,
+  type QueueMember,
+  type RequestContext,
+  type WriteStatus,
+} from './scheduler';
 import { exchange, type HttpAnswer } from './transport';
 
 export const DEFAULTS = {
@@ -166,13 +175,18 @@ export class DeviceClient extends EventEmitter implements QueueMember, DeviceOpe
       throw new ValidationError('port', options.port, 'an integer from 1 to 65535');
     }
     this.username = options.username || DEFAULTS.username;
-    if (!isHeaderSafe(this.username)) throw new ValidationError('username', this.username, 'a name without quotes, backslashes or line breaks');
+    if (!isHeaderSafe(this.username))
+      throw new ValidationError('username', this.username, 'a name without quotes, backslashes or line breaks');
     this.password = options.password ?? '';
     this.auth = options.auth ?? DEFAULTS.auth;
     if (!AUTH_MODES.includes(this.auth)) throw new ValidationError('authentication', options.auth, `one of ${AUTH_MODES.join(', ')}`);
     this.configuredNamespace = options.namespace?.trim() || undefined;
     if (this.configuredNamespace !== undefined && !NAMESPACE_PATTERN.test(this.configuredNamespace)) {
-      throw new ValidationError('namespace', this.configuredNamespace, `empty (detect ${NAMESPACES.join(' or ')}) or a name of letters, digits and underscores`);
+      throw new ValidationError(
+        'namespace',
+        this.configuredNamespace,
+        `empty (detect ${NAMESPACES.join(' or ')}) or a name of letters, digits and underscores`,
+      );
     }
     this.minIntervalMs = options.minIntervalMs ?? DEFAULTS.minIntervalMs;
     if (!Number.isFinite(this.minIntervalMs) || this.minIntervalMs < MIN_INTERVAL_FLOOR_MS) {
@@ -256,12 +270,16 @@ export class DeviceClient extends EventEmitter implements QueueMember, DeviceOpe
   }
 
   getDeviceInfo(options: JobOptions = {}): Promise<DeviceInfo> {
-    return this.queue.command(this, async (context) => {
-      const body = await this.call({ operation: 'Sys.GetConfig', method: 'GET' }, context);
-      const device = (body as { device?: unknown }).device;
-      if (!device || typeof device !== 'object') throw new BadResponseError('Sys.GetConfig', 'no device object');
-      return device as DeviceInfo;
-    }, options);
+    return this.queue.command(
+      this,
+      async (context) => {
+        const body = await this.call({ operation: 'Sys.GetConfig', method: 'GET' }, context);
+        const device = (body as { device?: unknown }).device;
+        if (!device || typeof device !== 'object') throw new BadResponseError('Sys.GetConfig', 'no device object');
+        return device as DeviceInfo;
+      },
+      options,
+    );
   }
 
   /** Device info plus one read of the serial number: shows that the mode and the namespace work, and which namespace. */
@@ -281,16 +299,27 @@ export class DeviceClient extends EventEmitter implements QueueMember, DeviceOpe
     }
     checkPassword(newPassword, 'new password');
     checkPassword(this.password, 'current password');
-    return this.queue.command(this, async (context) => {
-      const encrypted = encryptPassword(this.password, newPassword);
-      const body = await this.call(
-        { operation: 'User.SetConfig', method: 'POST', config: { Password: encrypted.ciphertext }, realm: encrypted.tag, nonce: encrypted.nonce },
-        context,
-      );
-      if ((body as { result?: unknown }).result !== true) throw new RefusedError('the password change', 'the current password may be wrong');
-      this.password = newPassword;
-      this.authorizedOnce = true;
-    }, options);
+    return this.queue.command(
+      this,
+      async (context) => {
+        const encrypted = encryptPassword(this.password, newPassword);
+        const body = await this.call(
+          {
+            operation: 'User.SetConfig',
+            method: 'POST',
+            config: { Password: encrypted.ciphertext },
+            realm: encrypted.tag,
+            nonce: encrypted.nonce,
+          },
+          context,
+        );
+        if ((body as { result?: unknown }).result !== true)
+          throw new RefusedError('the password change', 'the current password may be wrong');
+        this.password = newPassword;
+        this.authorizedOnce = true;
+      },
+      options,
+    );
   }
 
   /**
@@ -334,7 +363,11 @@ export class DeviceClient extends EventEmitter implements QueueMember, DeviceOpe
    * one exists: a 404 or 400 means "no such operation" (field notes); any other answer settles the namespace, so a
    * model that lacks some points (a 200 without them) is never taken for a wrong namespace.
    */
-  private async dataCall(kind: 'GetData' | 'SetData', config: unknown, context: RequestContext): Promise<{ operation: string; body: unknown }> {
+  private async dataCall(
+    kind: 'GetData' | 'SetData',
+    config: unknown,
+    context: RequestContext,
+  ): Promise<{ operation: string; body: unknown }> {
     const known = this.namespace;
     let status = 0;
     for (const namespace of known !== undefined ? [known] : NAMESPACES) {
@@ -362,7 +395,8 @@ export class DeviceClient extends EventEmitter implements QueueMember, DeviceOpe
    */
   private async call(call: Call, context: RequestContext): Promise<unknown> {
     try {
-      const target = `/rpc/${call.operation}` + (call.config === undefined ? '' : `?config=${encodeURIComponent(JSON.stringify(call.config))}`);
+      const target =
+        `/rpc/${call.operation}` + (call.config === undefined ? '' : `?config=${encodeURIComponent(JSON.stringify(call.config))}`);
       // An empty opaque, as in the vendor's own worked example (field notes).
       const seed = () => ({ realm: call.realm ?? CLIENT_REALM, nonce: call.nonce ?? randomNonce(), opaque: '' });
       let answer = await this.send(call, target, seed(), context);
@@ -372,7 +406,13 @@ export class DeviceClient extends EventEmitter implements QueueMember, DeviceOpe
       }
       const challenge = answer.headers['www-authenticate'];
       // User.SetConfig's realm carries the GCM tag: a server realm cannot replace it.
-      if (answer.status === 401 && this.auth === 'digest' && call.realm === undefined && typeof challenge === 'string' && /^\s*Digest\s/i.test(challenge)) {
+      if (
+        answer.status === 401 &&
+        this.auth === 'digest' &&
+        call.realm === undefined &&
+        typeof challenge === 'string' &&
+        /^\s*Digest\s/i.test(challenge)
+      ) {
         answer = await this.send(call, target, challenge, context);
       }
       const body = this.interpret(call, answer);
@@ -391,7 +431,8 @@ export class DeviceClient extends EventEmitter implements QueueMember, DeviceOpe
     const headers: Record<string, string> = {};
     if (this.auth === 'digest') {
       const request = { username: this.username, password: this.password, method: call.method, target };
-      headers.Authorization = typeof digest === 'string' ? await answerChallenge(request, digest) : await digestAuthorization(request, digest);
+      headers.Authorization =
+        typeof digest === 'string' ? await answerChallenge(request, digest) : await digestAuthorization(request, digest);
     }
     await context.gate();
     const answer = await exchange({
@@ -413,11 +454,17 @@ export class DeviceClient extends EventEmitter implements QueueMember, DeviceOpe
     const operation = call.operation;
     if (answer.status === 401) {
       if (this.auth === 'none') throw new UnauthorizedError('digest-required');
-      throw new UnauthorizedError(operation === 'User.SetConfig' ? 'wrong-current-password' : this.authorizedOnce ? 'no-longer-accepted' : 'wrong-or-default');
+      throw new UnauthorizedError(
+        operation === 'User.SetConfig' ? 'wrong-current-password' : this.authorizedOnce ? 'no-longer-accepted' : 'wrong-or-default',
+      );
     }
     if (answer.status !== 200) {
       const namespaced = call.config !== undefined && operation !== 'User.SetConfig';
-      throw new HttpStatusError(operation, answer.status, namespaced && this.configuredNamespace !== undefined ? 'configured namespace' : undefined);
+      throw new HttpStatusError(
+        operation,
+        answer.status,
+        namespaced && this.configuredNamespace !== undefined ? 'configured namespace' : undefined,
+      );
     }
     let body: unknown;
     try {

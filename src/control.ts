@@ -91,7 +91,9 @@ function parseState(value: unknown): ControlStateName {
   } else if (typeof value === 'string') {
     const word = value.trim().toLowerCase();
     // The words of this node and the catalogue labels ("Charging") both work.
-    const name = STATE_NAMES.find((n) => n === word || CONTROL_STATES.find((o) => o.value === STATE_CODES[n])!.label.toLowerCase() === word);
+    const name = STATE_NAMES.find(
+      (n) => n === word || CONTROL_STATES.find((o) => o.value === STATE_CODES[n])!.label.toLowerCase() === word,
+    );
     if (name) return name;
   }
   const allowed = STATE_NAMES.map((n) => `"${n}" or ${STATE_CODES[n]}`).join(', ');
@@ -118,11 +120,9 @@ function command(state: ControlStateName, power: unknown, soc: unknown, options:
     clamped = p.clamped || s.clamped;
   }
   // Three values in, three checked values out.
-  const [code, checkedPower, checkedSoc] = validateWrite(statePoint, [STATE_CODES[state], power, soc], { powerLimit: maxPower(options) }) as [
-    number,
-    number,
-    number,
-  ];
+  const [code, checkedPower, checkedSoc] = validateWrite(statePoint, [STATE_CODES[state], power, soc], {
+    powerLimit: maxPower(options),
+  }) as [number, number, number];
   return { state, code, power: checkedPower, soc: checkedSoc, clamped, belowMinimum };
 }
 
@@ -152,7 +152,12 @@ function fromWatts(raw: unknown, soc: unknown, options: ControlOptions): Control
 function fromState(stateValue: unknown, power: unknown, soc: unknown, options: ControlOptions): ControlCommand {
   const state = parseState(stateValue);
   if (state === 'standby') return command(state, CONTROL_LIMITS.power.min, soc ?? options.dischargeSoc, options);
-  return command(state, wholeWatts(power ?? options.power), soc ?? (state === 'charge' ? options.chargeSoc : options.dischargeSoc), options);
+  return command(
+    state,
+    wholeWatts(power ?? options.power),
+    soc ?? (state === 'charge' ? options.chargeSoc : options.dischargeSoc),
+    options,
+  );
 }
 
 /**

@@ -10,7 +10,9 @@ export const TABLE_END = '<!-- point-table:end -->';
 
 const cell = (text: string | number | undefined) => String(text ?? '').replace(/\|/g, '\\|');
 const enumText = (options?: EnumOption[]) =>
-  options ? options.map((o) => `${o.value} ${o.label}${o.beyondSpec ? ` (beyond the specification; source: ${o.source})` : ''}`).join('; ') : '';
+  options
+    ? options.map((o) => `${o.value} ${o.label}${o.beyondSpec ? ` (beyond the specification; source: ${o.source})` : ''}`).join('; ')
+    : '';
 /** Device class and state class, and Home Assistant's unit where it spells the unit differently. */
 function homeAssistantText(p: ReadPoint): string {
   const sensor = homeAssistantSensor(p);
@@ -27,16 +29,18 @@ export function pointTables(): string {
     '',
     '| Name | Address | Category | Type | Unit | Home Assistant | Values / note | Written by |',
     '|---|---|---|---|---|---|---|---|',
-    ...READ_POINTS.map((p) =>
-      `| \`${p.name}\` | ${p.address} | ${cell(p.category)} | ${p.type} | ${cell(p.unit)} | ${cell(homeAssistantText(p))} | ${cell([enumText(p.enum), p.note, beyondSpecText(p)].filter(Boolean).join(' — '))} | ${p.writtenBy ? '`' + p.writtenBy + '`' : ''} |`,
+    ...READ_POINTS.map(
+      (p) =>
+        `| \`${p.name}\` | ${p.address} | ${cell(p.category)} | ${p.type} | ${cell(p.unit)} | ${cell(homeAssistantText(p))} | ${cell([enumText(p.enum), p.note, beyondSpecText(p)].filter(Boolean).join(' — '))} | ${p.writtenBy ? '`' + p.writtenBy + '`' : ''} |`,
     ),
     '',
     '### Write points',
     '',
     '| Name | Address | Category | Type | Unit | Allowed | Read back as |',
     '|---|---|---|---|---|---|---|',
-    ...WRITE_POINTS.map((p) =>
-      `| \`${p.name}\` | ${p.address} | ${cell(p.category)} | ${p.type} | ${cell(p.unit)} | ${cell(describeAllowed(p) + (p.note ? ' — ' + p.note : ''))} | ${p.readAs ? '`' + p.readAs + '`' : ''} |`,
+    ...WRITE_POINTS.map(
+      (p) =>
+        `| \`${p.name}\` | ${p.address} | ${cell(p.category)} | ${p.type} | ${cell(p.unit)} | ${cell(describeAllowed(p) + (p.note ? ' — ' + p.note : ''))} | ${p.readAs ? '`' + p.readAs + '`' : ''} |`,
     ),
   ];
   return [TABLE_START, ...lines, TABLE_END].join('\n');
@@ -91,7 +95,10 @@ export function helpPointList(direction: 'read' | 'write', language: HelpLanguag
     }
     lines.push('</ul>');
   }
-  return [LIST_START, ...lines, LIST_END].map((line) => `    ${line}`).join('\n').trimStart();
+  return [LIST_START, ...lines, LIST_END]
+    .map((line) => `    ${line}`)
+    .join('\n')
+    .trimStart();
 }
 
 /** Replaces the generated list in a help page. */

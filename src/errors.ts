@@ -3,15 +3,7 @@
  * can tell a wrong password from an unreachable device without parsing text.
  */
 export type ErrorCode =
-  | 'INVALID_VALUE'
-  | 'UNAUTHORIZED'
-  | 'REFUSED'
-  | 'TIMEOUT'
-  | 'UNREACHABLE'
-  | 'HTTP_STATUS'
-  | 'BAD_RESPONSE'
-  | 'QUEUE_FULL'
-  | 'CLOSED';
+  'INVALID_VALUE' | 'UNAUTHORIZED' | 'REFUSED' | 'TIMEOUT' | 'UNREACHABLE' | 'HTTP_STATUS' | 'BAD_RESPONSE' | 'QUEUE_FULL' | 'CLOSED';
 
 export class DeviceError extends Error {
   readonly code: ErrorCode;
@@ -130,7 +122,7 @@ function statusHint(status: number, namespace?: 'configured namespace' | 'no nam
   if (namespace === 'configured namespace' && (status === 404 || status === 400)) {
     return ' (the device may name its operations differently: leave Namespace empty to detect it)';
   }
-  if (status === 404) return ' (not found: is this the device\'s local API? check host and port)';
+  if (status === 404) return " (not found: is this the device's local API? check host and port)";
   if (status === 400) return ' (bad request: the device did not understand it)';
   if (status === 503) return ' (device busy)';
   return '';

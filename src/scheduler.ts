@@ -199,7 +199,8 @@ export class DeviceQueue {
         return;
       }
       const older = this.commands.findIndex(
-        (job) => job.write !== undefined && !job.started && job.member.mergeKey === member.mergeKey && overlaps(job.write, address, values.length),
+        (job) =>
+          job.write !== undefined && !job.started && job.member.mergeKey === member.mergeKey && overlaps(job.write, address, values.length),
       );
       if (older < 0 && !this.admit(member, reject)) return;
       let write = { address, values };
@@ -465,7 +466,10 @@ function overlaps(write: { address: number; values: number[] }, address: number,
 }
 
 /** The older write's range and values with the newer one's values laid over them. */
-function fold(older: { address: number; values: number[] }, newer: { address: number; values: number[] }): { address: number; values: number[] } {
+function fold(
+  older: { address: number; values: number[] },
+  newer: { address: number; values: number[] },
+): { address: number; values: number[] } {
   const start = Math.min(older.address, newer.address);
   const end = Math.max(older.address + older.values.length, newer.address + newer.values.length);
   const values: number[] = [];
@@ -492,5 +496,8 @@ export function deviceQueue(host: string, port: number): DeviceQueue {
 
 /** "[::1]" and "::1", "Battery.local" and "battery.local" name the same device. */
 export function normaliseHost(host: string): string {
-  return host.trim().replace(/^\[(.*)\]$/, '$1').toLowerCase();
+  return host
+    .trim()
+    .replace(/^\[(.*)\]$/, '$1')
+    .toLowerCase();
 }

@@ -128,9 +128,9 @@ export function defaultUnsupportedAddresses(): number[] {
 
 /** Read addresses a model class serves: the sources' list for the 1600 class, every other specification point for the 2000 class. */
 export function modelAddresses(model: ModelClass): number[] {
-  return READ_POINTS.filter((p) => (p.beyondSpec ? p.models?.includes(model) : model === '2000' || MODEL_1600_SPEC_ADDRESSES.includes(p.address))).map(
-    (p) => p.address,
-  );
+  return READ_POINTS.filter((p) =>
+    p.beyondSpec ? p.models?.includes(model) : model === '2000' || MODEL_1600_SPEC_ADDRESSES.includes(p.address),
+  ).map((p) => p.address);
 }
 
 /** Rated capacity by model class: the 1600 class's from the Home Assistant gen_1 fixture. */
@@ -265,7 +265,10 @@ export class DeviceSimulator {
     this.modelClass = options.model ?? SIMULATOR_DEFAULTS.model;
     if (!SIMULATOR_MODELS.includes(this.modelClass)) throw new RangeError(`model must be one of ${SIMULATOR_MODELS.join(', ')}`);
     const served = new Set(modelAddresses(this.modelClass));
-    this.unsupported = new Set([...(options.unsupported ?? defaultUnsupportedAddresses()), ...READ_POINTS.map((p) => p.address).filter((a) => !served.has(a))]);
+    this.unsupported = new Set([
+      ...(options.unsupported ?? defaultUnsupportedAddresses()),
+      ...READ_POINTS.map((p) => p.address).filter((a) => !served.has(a)),
+    ]);
     this.capacityKwh = RATED_CAPACITY_KWH[this.modelClass];
     this.serialNumber = options.serialNumber ?? SIMULATOR_DEFAULTS.serialNumber;
     this.type = options.type ?? SIMULATOR_DEFAULTS.type;
@@ -275,14 +278,15 @@ export class DeviceSimulator {
     this.slowDelayMs = options.slowDelayMs ?? SIMULATOR_DEFAULTS.slowDelayMs;
     const latency = options.latencyMs ?? 0;
     this.latency = typeof latency === 'number' ? [latency, latency] : latency;
-    if (!(this.latency[0] >= 0 && this.latency[1] >= this.latency[0])) throw new RangeError('latencyMs must be >= 0, or [min, max] with min <= max');
+    if (!(this.latency[0] >= 0 && this.latency[1] >= this.latency[0]))
+      throw new RangeError('latencyMs must be >= 0, or [min, max] with min <= max');
     this.rejectEarly = options.rejectEarly === true;
 
     for (const write of WRITE_POINTS) {
       if (write.realTimeOnly) continue;
       const name = write.readAs ?? write.name;
       const firstOption = write.enum?.[0];
-      const initial = INITIAL_SETTINGS[name] ?? (firstOption ? firstOption.value + (write.readValueOffset ?? 0) : write.min ?? 0);
+      const initial = INITIAL_SETTINGS[name] ?? (firstOption ? firstOption.value + (write.readValueOffset ?? 0) : (write.min ?? 0));
       this.settingsByName.set(name, initial);
     }
     if (options.workingMode !== undefined) {
@@ -367,7 +371,12 @@ export class DeviceSimulator {
 
   get stats(): SimulatorStats {
     const r = this.record;
-    return { ...r, byOperation: { ...r.byOperation }, violations: r.violations.map((v) => ({ ...v })), protocolErrors: [...r.protocolErrors] };
+    return {
+      ...r,
+      byOperation: { ...r.byOperation },
+      violations: r.violations.map((v) => ({ ...v })),
+      protocolErrors: [...r.protocolErrors],
+    };
   }
 
   resetStats(): void {
@@ -558,7 +567,8 @@ export class DeviceSimulator {
     });
     req.on('error', () => undefined);
     req.on('end', () => {
-      if (bodyBytes > 0 && req.method === 'POST') this.protocolError(`${operation || path}: POST with a non-empty body (${bodyBytes} bytes)`);
+      if (bodyBytes > 0 && req.method === 'POST')
+        this.protocolError(`${operation || path}: POST with a non-empty body (${bodyBytes} bytes)`);
       if (early && this.rejectEarly) {
         this.record.rejectedEarly++;
         this.write(res, { status: 503, body: { code: 503, message: 'Service Unavailable' } });
@@ -738,7 +748,8 @@ export class DeviceSimulator {
     const fields = parseDigestHeader(req.headers.authorization);
     if (!fields) return undefined;
     const { username, realm, nonce, uri, response, qop, nc, cnonce, algorithm } = fields;
-    if (username !== this.username || !uri || uri !== req.url || realm === undefined || !nonce || !response || !nc || !cnonce) return undefined;
+    if (username !== this.username || !uri || uri !== req.url || realm === undefined || !nonce || !response || !nc || !cnonce)
+      return undefined;
     if (qop !== 'auth' || (algorithm !== undefined && algorithm.toUpperCase() !== 'MD5')) return undefined;
     // For User.SetConfig realm and nonce are the GCM tag and IV, so no server nonce can apply.
     if (this.requireChallenge && operation !== 'User.SetConfig' && nonce !== this.serverNonce) return undefined;

@@ -78,7 +78,8 @@ export function exchange(request: HttpExchange): Promise<HttpAnswer> {
         );
         res.on('error', (error: NodeJS.ErrnoException) => finish(new UnreachableError(`${request.host}:${request.port}`, error)));
         res.on('close', () => {
-          if (!res.complete) finish(new UnreachableError(`${request.host}:${request.port}`, Object.assign(new Error('reset'), { code: 'ECONNRESET' })));
+          if (!res.complete)
+            finish(new UnreachableError(`${request.host}:${request.port}`, Object.assign(new Error('reset'), { code: 'ECONNRESET' })));
         });
       },
     );

@@ -1,9 +1,26 @@
 /** The point catalogue against spec sections 2.1 and 2.2 and the field-notes pairs table. */
 import should from 'should';
 import {
-  READ_POINTS, WRITE_POINTS, MAX_ADDRESSES_PER_READ, MODEL_1600_SPEC_ADDRESSES, POWER_LIMIT, catalogueJson, describeAllowed, validatePowerLimit, decodeValue, describeValue, formatHourMinute,
-  pointByName, readPointByAddress, resolveReadAddresses, resolveWritePoint, validateWrite,
-  validateWriteValue, writePointByAddress, type ReadPoint, type WritePoint,
+  READ_POINTS,
+  WRITE_POINTS,
+  MAX_ADDRESSES_PER_READ,
+  MODEL_1600_SPEC_ADDRESSES,
+  POWER_LIMIT,
+  catalogueJson,
+  describeAllowed,
+  validatePowerLimit,
+  decodeValue,
+  describeValue,
+  formatHourMinute,
+  pointByName,
+  readPointByAddress,
+  resolveReadAddresses,
+  resolveWritePoint,
+  validateWrite,
+  validateWriteValue,
+  writePointByAddress,
+  type ReadPoint,
+  type WritePoint,
 } from '../src/catalogue';
 import { ValidationError } from '../src/errors';
 
@@ -12,10 +29,51 @@ const SPEC_STRING = [0, 1118, 1109, 1119, 1120, 1136, 1138, 1140, 1142, 1098, 11
 const SPEC_ENUM = [7101, 606, 7120, 6001];
 const SPEC_FLOAT = [667, 11016];
 const SPEC_NUM = [
-  142, 2618, 11009, 2101, 2108, 11010, 11011, 680, 11039, 6105, 7171, 8646, 8647, 2802, // system
-  2107, 2104, 11035, 11034, 11037, 2105, 9285, 9284, 1502, 1505, 6004, 6005, 6006, 6007, // energy
-  2600, 2612, 6000, 6002, // grid, battery
-  1501, 1632, 1633, 1634, 1635, 1600, 1601, 1602, 1603, 1664, 1665, 1666, 1667, // PV
+  142,
+  2618,
+  11009,
+  2101,
+  2108,
+  11010,
+  11011,
+  680,
+  11039,
+  6105,
+  7171,
+  8646,
+  8647,
+  2802, // system
+  2107,
+  2104,
+  11035,
+  11034,
+  11037,
+  2105,
+  9285,
+  9284,
+  1502,
+  1505,
+  6004,
+  6005,
+  6006,
+  6007, // energy
+  2600,
+  2612,
+  6000,
+  6002, // grid, battery
+  1501,
+  1632,
+  1633,
+  1634,
+  1635,
+  1600,
+  1601,
+  1602,
+  1603,
+  1664,
+  1665,
+  1666,
+  1667, // PV
 ];
 // Per-unit battery table: SN, SOC, voltage, current, temperature, cell 1 V, cell 2 V.
 const SPEC_UNITS: Record<string, number[]> = {
@@ -28,22 +86,86 @@ const SPEC_UNITS: Record<string, number[]> = {
 };
 
 const SPEC_UNITS_BY_ADDRESS: Record<number, string> = {
-  142: 'kWh', 11009: 'W', 2101: 'W', 2108: 'W', 11010: 'W', 11011: 'W', 6105: '%', 8646: 'day', 2802: 'W', 667: 'W',
-  2107: 'kWh', 2104: 'kWh', 11035: 'Wh', 11034: 'Wh', 11037: 'KWh', 2105: 'KWh', 9285: 'Wh', 9284: 'Wh', 1502: 'kWh',
-  1505: 'Wh', 6004: 'kWh', 6005: 'kWh', 6006: 'kWh', 6007: 'kWh', 11016: 'W', 2600: 'V', 2612: 'Hz', 6000: 'W', 6002: '%',
-  1501: 'W', 1632: 'A', 1633: 'A', 1634: 'A', 1635: 'A', 1600: 'V', 1601: 'V', 1602: 'V', 1603: 'V',
-  1664: 'W', 1665: 'W', 1666: 'W', 1667: 'W',
+  142: 'kWh',
+  11009: 'W',
+  2101: 'W',
+  2108: 'W',
+  11010: 'W',
+  11011: 'W',
+  6105: '%',
+  8646: 'day',
+  2802: 'W',
+  667: 'W',
+  2107: 'kWh',
+  2104: 'kWh',
+  11035: 'Wh',
+  11034: 'Wh',
+  11037: 'KWh',
+  2105: 'KWh',
+  9285: 'Wh',
+  9284: 'Wh',
+  1502: 'kWh',
+  1505: 'Wh',
+  6004: 'kWh',
+  6005: 'kWh',
+  6006: 'kWh',
+  6007: 'kWh',
+  11016: 'W',
+  2600: 'V',
+  2612: 'Hz',
+  6000: 'W',
+  6002: '%',
+  1501: 'W',
+  1632: 'A',
+  1633: 'A',
+  1634: 'A',
+  1635: 'A',
+  1600: 'V',
+  1601: 'V',
+  1602: 'V',
+  1603: 'V',
+  1664: 'W',
+  1665: 'W',
+  1666: 'W',
+  1667: 'W',
 };
 
 const SPEC_READ_ENUMS: Record<number, [number, string][]> = {
-  7101: [[1, 'Self-consumed Prioritized'], [4, 'Real-time Control'], [5, 'Charge/Discharge Schedule']],
-  2618: [[1000, 'Disable'], [1001, 'Enable']],
-  680: [[0, 'Disable'], [1, 'Enable']],
-  11039: [[0, 'Eps'], [1, 'M-Inv']],
-  7171: [[0, 'Disable'], [1, 'Enable']],
-  606: [[1000, 'Master'], [1001, 'Slave'], [1002, 'None']],
-  7120: [[1000, 'Enable'], [1001, 'Disable']],
-  6001: [[1000, 'Static'], [1001, 'Charging'], [1002, 'Discharging']],
+  7101: [
+    [1, 'Self-consumed Prioritized'],
+    [4, 'Real-time Control'],
+    [5, 'Charge/Discharge Schedule'],
+  ],
+  2618: [
+    [1000, 'Disable'],
+    [1001, 'Enable'],
+  ],
+  680: [
+    [0, 'Disable'],
+    [1, 'Enable'],
+  ],
+  11039: [
+    [0, 'Eps'],
+    [1, 'M-Inv'],
+  ],
+  7171: [
+    [0, 'Disable'],
+    [1, 'Enable'],
+  ],
+  606: [
+    [1000, 'Master'],
+    [1001, 'Slave'],
+    [1002, 'None'],
+  ],
+  7120: [
+    [1000, 'Enable'],
+    [1001, 'Disable'],
+  ],
+  6001: [
+    [1000, 'Static'],
+    [1001, 'Charging'],
+    [1002, 'Discharging'],
+  ],
 };
 
 // Spec 2.2: address, type, unit, and either [min, max] or the allowed enumerated values.
@@ -64,7 +186,14 @@ const SPEC_WRITE: { address: number; type: string; unit?: string; range?: [numbe
 
 // Field notes: setting → read point, write point.
 const PAIRS: [number, number][] = [
-  [7101, 47005], [2618, 1143], [6105, 1142], [7171, 7265], [680, 7266], [11011, 1147], [11010, 1146], [11009, 1138],
+  [7101, 47005],
+  [2618, 1143],
+  [6105, 1142],
+  [7171, 7265],
+  [680, 7266],
+  [11011, 1147],
+  [11010, 1146],
+  [11009, 1138],
 ];
 
 function read(address: number): ReadPoint {
@@ -134,7 +263,11 @@ describe('catalogue', function () {
         const specOptions = read(Number(address)).enum!.filter((o) => !o.beyondSpec);
         should(specOptions.map((o) => [o.value, o.label])).eql(options, `enum of ${address}`);
       }
-      should(SPEC_READ_POINTS.filter((p) => p.enum).map((p) => p.address).sort()).eql(Object.keys(SPEC_READ_ENUMS).map(Number).sort());
+      should(
+        SPEC_READ_POINTS.filter((p) => p.enum)
+          .map((p) => p.address)
+          .sort(),
+      ).eql(Object.keys(SPEC_READ_ENUMS).map(Number).sort());
     });
 
     it('has every write point of spec 2.2 with its type, unit and allowed values, and no other', function () {
@@ -151,7 +284,11 @@ describe('catalogue', function () {
     });
 
     it('marks the real-time control points as real-time only', function () {
-      should(WRITE_POINTS.filter((p) => p.realTimeOnly).map((p) => p.address).sort()).eql([47015, 47016, 47017]);
+      should(
+        WRITE_POINTS.filter((p) => p.realTimeOnly)
+          .map((p) => p.address)
+          .sort(),
+      ).eql([47015, 47016, 47017]);
     });
 
     it('keeps colliding numbers apart by direction (1138 to 1143)', function () {
@@ -200,8 +337,10 @@ describe('catalogue', function () {
         const partner = pointByName(point.readAs!) as ReadPoint;
         for (const option of point.enum!) {
           const readValue = option.value + (point.readValueOffset ?? 0);
-          should(partner.enum?.find((o) => o.value === readValue)?.label.toLowerCase())
-            .equal(option.label.toLowerCase(), `${point.name} ${option.value} → ${partner.name} ${readValue}`);
+          should(partner.enum?.find((o) => o.value === readValue)?.label.toLowerCase()).equal(
+            option.label.toLowerCase(),
+            `${point.name} ${option.value} → ${partner.name} ${readValue}`,
+          );
         }
       }
       should(write(1143).readValueOffset).equal(1000);
@@ -219,7 +358,9 @@ describe('catalogue', function () {
     const beyond = READ_POINTS.filter((p) => p.beyondSpec);
 
     it('has the read-backs, temperatures, 1600-class meter and heating states of the sources, each with its source', function () {
-      should(beyond.map((p) => p.address)).containDeep([6107, 6108, 6109, 7600, 7605, 7620, 7621, 21028, 7121, 9080, 9096, 9112, 9128, 9144, 9279]);
+      should(beyond.map((p) => p.address)).containDeep([
+        6107, 6108, 6109, 7600, 7605, 7620, 7621, 21028, 7121, 9080, 9096, 9112, 9128, 9144, 9279,
+      ]);
       for (const point of beyond) {
         should(point.source).be.a.String().and.match(/\S/, `source of ${point.name}`);
         should(point.models!.length).be.above(0, `models of ${point.name}`);
@@ -232,7 +373,7 @@ describe('catalogue', function () {
       should(read(21028).source).match(/BK1600/);
     });
 
-    it('has the maker\'s per-unit state of health, cycle counts, DC/DC and heater states, and the system state points', function () {
+    it("has the maker's per-unit state of health, cycle counts, DC/DC and heater states, and the system state points", function () {
       const units = ['mb', 'pack1', 'pack2', 'pack3', 'pack4', 'pack5'];
       should(units.map((unit) => pointByName(`${unit}Soh`)!.address)).eql([9002, 9018, 9037, 9056, 9151, 9204]);
       should(units.map((unit) => pointByName(`${unit}CycleCount`)!.address)).eql([9003, 9019, 9038, 9057, 9152, 9205]);
@@ -260,7 +401,9 @@ describe('catalogue', function () {
         should(kinds.size).equal(1, `category ${group.category} mixes specification and beyond-specification points`);
       }
       should(groups.filter((g) => g.points[0].beyondSpec).map((g) => g.category)).containDeep([
-        'Real-time control read-back (beyond spec)', 'Temperatures (beyond spec)', 'Meter, 1600 class (beyond spec)',
+        'Real-time control read-back (beyond spec)',
+        'Temperatures (beyond spec)',
+        'Meter, 1600 class (beyond spec)',
       ]);
     });
 
@@ -290,15 +433,41 @@ describe('catalogue', function () {
     // Shapes from the field notes and the Home Assistant fixtures: numeric strings, two-decimal energies,
     // serials as text where the 1600 table says Float, Wh counters as large integers.
     const recorded: Record<string, unknown> = {
-      0: 'BK1600-12345678', 606: '1000', 7101: 5, 2107: 289.97, 6006: 380.58, 6007: '338.07', 1505: 553673,
-      6001: '1001', 7120: 1001, 6002: 92, 11016: '-12.5', 2612: '50.0', 9165: 'PACK4-44444444', 7600: 35.2, 21028: '0',
+      0: 'BK1600-12345678',
+      606: '1000',
+      7101: 5,
+      2107: 289.97,
+      6006: 380.58,
+      6007: '338.07',
+      1505: 553673,
+      6001: '1001',
+      7120: 1001,
+      6002: 92,
+      11016: '-12.5',
+      2612: '50.0',
+      9165: 'PACK4-44444444',
+      7600: 35.2,
+      21028: '0',
     };
 
     it('decodes every value to the type the catalogue gives', function () {
       const decoded = Object.fromEntries(Object.entries(recorded).map(([key, raw]) => [key, decodeValue(Number(key), raw)]));
       should(decoded).eql({
-        0: 'BK1600-12345678', 606: 1000, 7101: 5, 2107: 289.97, 6006: 380.58, 6007: 338.07, 1505: 553673,
-        6001: 1001, 7120: 1001, 6002: 92, 11016: -12.5, 2612: 50, 9165: 'PACK4-44444444', 7600: 35.2, 21028: 0,
+        0: 'BK1600-12345678',
+        606: 1000,
+        7101: 5,
+        2107: 289.97,
+        6006: 380.58,
+        6007: 338.07,
+        1505: 553673,
+        6001: 1001,
+        7120: 1001,
+        6002: 92,
+        11016: -12.5,
+        2612: 50,
+        9165: 'PACK4-44444444',
+        7600: 35.2,
+        21028: 0,
       });
       should(describeValue(606, decoded[606]!)).eql({ value: 1000, label: 'Master' });
       should(describeValue(6001, decoded[6001]!)).eql({ value: 1001, label: 'Charging' });
@@ -459,8 +628,12 @@ describe('catalogue', function () {
       should(validateWrite(write(47015), [0, 50, 5])).eql([0, 50, 5]); // evcc's standby
       should(catchError(() => validateWrite(write(47015), [0, 3000, 0])).message).containEql('controlPower');
       should(catchError(() => validateWrite(write(47015), [0, 0, 101])).message).containEql('controlSoc');
-      should(catchError(() => validateWrite(write(47015), [1, 0, 0])).message).containEql('controlPower').and.containEql('50 to 2400');
-      should(catchError(() => validateWrite(write(47015), [2, 800, 0])).message).containEql('controlSoc').and.containEql('5 to 100');
+      should(catchError(() => validateWrite(write(47015), [1, 0, 0])).message)
+        .containEql('controlPower')
+        .and.containEql('50 to 2400');
+      should(catchError(() => validateWrite(write(47015), [2, 800, 0])).message)
+        .containEql('controlSoc')
+        .and.containEql('5 to 100');
       should(catchError(() => validateWrite(write(47016), [0])).message).containEql('50 to 2400');
     });
 

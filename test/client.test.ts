@@ -47,9 +47,11 @@ describe('DeviceClient against the simulator', function () {
         const point = pointByName(name) as ReadPoint;
         if (point.type === 'string') should(value).be.a.String();
         else should(value).be.a.Number();
-        should(value).eql(Number.isFinite(Number(simulator.value(point.address))) && point.type !== 'string'
-          ? Number(simulator.value(point.address))
-          : simulator.value(point.address));
+        should(value).eql(
+          Number.isFinite(Number(simulator.value(point.address))) && point.type !== 'string'
+            ? Number(simulator.value(point.address))
+            : simulator.value(point.address),
+        );
       }
     });
 
@@ -106,7 +108,10 @@ describe('DeviceClient against the simulator', function () {
     it('reports a refused write (result false) with the point and value', async () => {
       // Real-time writes are refused outside real-time control mode.
       simulator.workingMode.should.not.equal(4);
-      const error = await client.write('controlPower', 800).then(() => undefined, (e: DeviceError) => e);
+      const error = await client.write('controlPower', 800).then(
+        () => undefined,
+        (e: DeviceError) => e,
+      );
       should(error).be.instanceOf(DeviceError);
       error!.code.should.equal('REFUSED');
       error!.message.should.match(/800/).and.match(/47016/);
@@ -144,7 +149,9 @@ describe('DeviceClient against the simulator', function () {
         const digest = parseDigestHeader(request.headers.authorization)!;
         should(digest).match({ username: 'opend', uri: request.url, algorithm: 'MD5', qop: 'auth', opaque: '' });
         const { username, realm, nonce, nc, cnonce } = digest;
-        should(digest.response).equal(digestResponse({ username, realm, nonce, nc, cnonce, password: PASSWORD, method: request.method!, uri: request.url! }));
+        should(digest.response).equal(
+          digestResponse({ username, realm, nonce, nc, cnonce, password: PASSWORD, method: request.method!, uri: request.url! }),
+        );
       }
     });
   });
@@ -155,7 +162,10 @@ describe('DeviceClient against the simulator', function () {
       client = clientFor(simulator, { password: 'label-pw' });
       const states: string[] = [];
       client.on('state', (state: string) => states.push(state));
-      const error = await client.read([address('batterySoc')]).then(() => undefined, (e) => e);
+      const error = await client.read([address('batterySoc')]).then(
+        () => undefined,
+        (e) => e,
+      );
       should(error).be.instanceOf(UnauthorizedError);
       (error as UnauthorizedError).mayBeDefaultPassword.should.be.true();
       (error as UnauthorizedError).message.should.match(/default password/);
@@ -184,7 +194,10 @@ describe('DeviceClient against the simulator', function () {
     it('reports a wrong current password on a password change as such, and changes nothing', async () => {
       simulator = await simulatorWith({ password: undefined, defaultPassword: 'label-pw' });
       client = clientFor(simulator, { password: 'mistyped' });
-      const error = await client.changePassword('brand-new-pw').then(() => undefined, (e) => e);
+      const error = await client.changePassword('brand-new-pw').then(
+        () => undefined,
+        (e) => e,
+      );
       should(error).be.instanceOf(UnauthorizedError);
       (error as UnauthorizedError).message.should.match(/current password is wrong/);
       (error as UnauthorizedError).mayBeDefaultPassword.should.be.false();
@@ -216,7 +229,9 @@ describe('DeviceClient against the simulator', function () {
 
     it('serves a burst of 200 reads from 20 callers in a handful of requests, one at a time', async () => {
       const numeric = READ_POINTS.filter((p) => p.type !== 'string' && !simulator.isUnsupported(p.address));
-      const callers = Array.from({ length: 20 }, (_, caller) => numeric.slice(caller * 3 % numeric.length, caller * 3 % numeric.length + 4));
+      const callers = Array.from({ length: 20 }, (_, caller) =>
+        numeric.slice((caller * 3) % numeric.length, ((caller * 3) % numeric.length) + 4),
+      );
       const reads = callers.flatMap((points, caller) =>
         Array.from({ length: 10 }, () => client.read(points.map((p) => p.address)).then((result) => ({ caller, result }))),
       );
@@ -284,15 +299,25 @@ describe('DeviceClient against the simulator', function () {
     it('rejects what waits on close, aborts what is in flight, and leaves no timer', async () => {
       await new Promise(setImmediate); // mocha's own time-out timer starts after the test begins
       const timersBefore = process.getActiveResourcesInfo().filter((r) => r === 'Timeout').length;
-      const first = client.read([address('batterySoc')]).then(() => 'ok', (e: DeviceError) => e.code);
+      const first = client.read([address('batterySoc')]).then(
+        () => 'ok',
+        (e: DeviceError) => e.code,
+      );
       await new Promise((resolve) => setTimeout(resolve, 1100)); // the first is done; the next would wait
-      const pending = [client.read([address('batteryPower')]), client.write('lightSetting', 0), client.getDeviceInfo()]
-        .map((p) => p.then(() => 'ok', (e: DeviceError) => e.code));
+      const pending = [client.read([address('batteryPower')]), client.write('lightSetting', 0), client.getDeviceInfo()].map((p) =>
+        p.then(
+          () => 'ok',
+          (e: DeviceError) => e.code,
+        ),
+      );
       client.close();
       (await first).should.equal('ok');
       (await Promise.all(pending)).should.eql(['CLOSED', 'CLOSED', 'CLOSED']);
       await new Promise((resolve) => setTimeout(resolve, 20));
-      process.getActiveResourcesInfo().filter((r) => r === 'Timeout').length.should.be.belowOrEqual(timersBefore);
+      process
+        .getActiveResourcesInfo()
+        .filter((r) => r === 'Timeout')
+        .length.should.be.belowOrEqual(timersBefore);
       await client.read([address('batterySoc')]).should.be.rejectedWith({ code: 'CLOSED' });
     });
 
@@ -322,7 +347,12 @@ describe('DeviceClient against the simulator', function () {
       const wrong = clientFor(simulator, { password: 'not-the-password' });
       try {
         const outcomes = await Promise.all(
-          [client, wrong].map((c) => c.read([address('batterySoc')]).then(() => 'ok', (e: DeviceError) => e.code)),
+          [client, wrong].map((c) =>
+            c.read([address('batterySoc')]).then(
+              () => 'ok',
+              (e: DeviceError) => e.code,
+            ),
+          ),
         );
         outcomes.should.eql(['ok', 'UNAUTHORIZED']);
       } finally {
@@ -359,7 +389,10 @@ describe('DeviceClient against the simulator', function () {
         simulator.setFault(fault);
         await simulator.ready();
         const run = () => (operation === 'read' ? client.read([address('batterySoc')]) : client.write('lightSetting', 1));
-        const error = await run().then(() => undefined, (e: DeviceError) => e);
+        const error = await run().then(
+          () => undefined,
+          (e: DeviceError) => e,
+        );
         should(error).be.instanceOf(DeviceError);
         error!.code.should.equal(code);
         if (fault === 'http503') error!.message.should.match(/503/);
@@ -376,7 +409,10 @@ describe('DeviceClient against the simulator', function () {
       simulator = await simulatorWith({ slowDelayMs: 800 });
       client = clientFor(simulator, { timeoutMs: 2000 });
       simulator.setFault('slow', 1);
-      const write = client.write('lightSetting', 1).then(() => undefined, (e: DeviceError) => e);
+      const write = client.write('lightSetting', 1).then(
+        () => undefined,
+        (e: DeviceError) => e,
+      );
       await new Promise((resolve) => setTimeout(resolve, 200)); // the request is now at the device
       client.close();
       const error = await write;

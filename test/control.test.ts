@@ -49,14 +49,35 @@ describe('control logic (src/control.ts)', () => {
 
   describe('signed watts (battery power 6000 convention: positive discharges)', () => {
     it('negative charges to the charge SOC, positive discharges to the floor SOC', () => {
-      parseControl(-800, OPTIONS).should.eql({ state: 'charge', code: STATE_CODES.charge, power: 800, soc: OPTIONS.chargeSoc, clamped: false, belowMinimum: false });
-      parseControl(650, OPTIONS).should.eql({ state: 'discharge', code: STATE_CODES.discharge, power: 650, soc: OPTIONS.dischargeSoc, clamped: false, belowMinimum: false });
+      parseControl(-800, OPTIONS).should.eql({
+        state: 'charge',
+        code: STATE_CODES.charge,
+        power: 800,
+        soc: OPTIONS.chargeSoc,
+        clamped: false,
+        belowMinimum: false,
+      });
+      parseControl(650, OPTIONS).should.eql({
+        state: 'discharge',
+        code: STATE_CODES.discharge,
+        power: 650,
+        soc: OPTIONS.dischargeSoc,
+        clamped: false,
+        belowMinimum: false,
+      });
       parseControl(' -900 ', OPTIONS).state.should.equal('charge');
     });
 
     it('zero is standby with the minimum power and the floor SOC, as integrations send it', () => {
       const standby = parseControl(0, OPTIONS);
-      standby.should.eql({ state: 'standby', code: STATE_CODES.standby, power: power.min, soc: OPTIONS.dischargeSoc, clamped: false, belowMinimum: false });
+      standby.should.eql({
+        state: 'standby',
+        code: STATE_CODES.standby,
+        power: power.min,
+        soc: OPTIONS.dischargeSoc,
+        clamped: false,
+        belowMinimum: false,
+      });
       controlValues(standby).should.eql([STATE_CODES.standby, power.min, OPTIONS.dischargeSoc]);
     });
 
@@ -86,7 +107,12 @@ describe('control logic (src/control.ts)', () => {
 
     it('clamps more than the maximum when clamping is on', () => {
       parseControl(power.max! + 500, CLAMP).should.eql({
-        state: 'discharge', code: STATE_CODES.discharge, power: power.max, soc: OPTIONS.dischargeSoc, clamped: true, belowMinimum: false,
+        state: 'discharge',
+        code: STATE_CODES.discharge,
+        power: power.max,
+        soc: OPTIONS.dischargeSoc,
+        clamped: true,
+        belowMinimum: false,
       });
       parseControl(-(power.max! * 2), CLAMP).power.should.equal(power.max);
     });
@@ -111,7 +137,12 @@ describe('control logic (src/control.ts)', () => {
   describe('object and word payloads', () => {
     it('takes state words, catalogue labels and codes', () => {
       parseControl({ state: 'charge', power: 1200, soc: 90 }, OPTIONS).should.eql({
-        state: 'charge', code: STATE_CODES.charge, power: 1200, soc: 90, clamped: false, belowMinimum: false,
+        state: 'charge',
+        code: STATE_CODES.charge,
+        power: 1200,
+        soc: 90,
+        clamped: false,
+        belowMinimum: false,
       });
       parseControl({ state: 'Discharging' }, OPTIONS).state.should.equal('discharge');
       parseControl({ state: STATE_CODES.discharge, power: 700 }, OPTIONS).power.should.equal(700);
@@ -258,7 +289,10 @@ describe('control logic (src/control.ts)', () => {
       await client.read([WORKING_MODE_READ_ADDRESS]);
       const controller = new RealTimeController(client, { ...SETTINGS, switchMode: false });
       simulator.setFault('http500', 1);
-      const first = controller.apply(discharge(900)).then(() => undefined, (error: Error) => error);
+      const first = controller.apply(discharge(900)).then(
+        () => undefined,
+        (error: Error) => error,
+      );
       const repeat = controller.apply(discharge(900));
       should(await first).have.property('code', 'HTTP_STATUS');
       (await repeat).status.should.equal('written');

@@ -40,7 +40,9 @@ describe('Dashboard example in a real browser (chromium)', function () {
     await simulator.start();
     const flow = armedExample(simulator.port);
     const device = flow.find((node) => node.type === 'localbattery-device')!;
-    run = await startBrowserRun(flow, { [device.id as string]: { password: PASSWORD } }, { width: 1280, height: 900 }, ['@flowfuse/node-red-dashboard']);
+    run = await startBrowserRun(flow, { [device.id as string]: { password: PASSWORD } }, { width: 1280, height: 900 }, [
+      '@flowfuse/node-red-dashboard',
+    ]);
     await run.page.goto(`${run.url}dashboard/battery`);
   });
 
@@ -73,18 +75,30 @@ describe('Dashboard example in a real browser (chromium)', function () {
   it("shows the simulator's state of charge and power", async () => {
     await run!.page.getByText('State of charge').waitFor({ timeout: 30000 });
     // The gauge and the rows fill at the first poll; values move a little between polls, so compare with tolerance.
-    await until(async () => {
-      const soc = /(\d+)\s*%/.exec((await run!.page.locator('.nrdb-ui-gauge').first().textContent()) ?? '');
-      return !!soc && Math.abs(Number(soc[1]) - simulator!.soc) <= 1;
-    }, 30000, 'the gauge to show the simulator SOC');
-    await until(async () => {
-      const power = await shownBatteryPower();
-      return power !== undefined && Math.abs(power - simulator!.batteryPower) <= 60;
-    }, 20000, `battery power near the simulator's ${simulator!.batteryPower} W`);
-    await until(async () => {
-      const solar = /^(\d+) W$/.exec(await shown('Solar'));
-      return !!solar && Math.abs(Number(solar[1]) - simulator!.pvPower) <= 60;
-    }, 20000, `solar power near the simulator's ${simulator!.pvPower} W`);
+    await until(
+      async () => {
+        const soc = /(\d+)\s*%/.exec((await run!.page.locator('.nrdb-ui-gauge').first().textContent()) ?? '');
+        return !!soc && Math.abs(Number(soc[1]) - simulator!.soc) <= 1;
+      },
+      30000,
+      'the gauge to show the simulator SOC',
+    );
+    await until(
+      async () => {
+        const power = await shownBatteryPower();
+        return power !== undefined && Math.abs(power - simulator!.batteryPower) <= 60;
+      },
+      20000,
+      `battery power near the simulator's ${simulator!.batteryPower} W`,
+    );
+    await until(
+      async () => {
+        const solar = /^(\d+) W$/.exec(await shown('Solar'));
+        return !!solar && Math.abs(Number(solar[1]) - simulator!.pvPower) <= 60;
+      },
+      20000,
+      `solar power near the simulator's ${simulator!.pvPower} W`,
+    );
     // Each row fills when its own message arrives; on a slow machine a row can still be empty here.
     await until(async () => (await shown('Working mode')) === 'Self-consumed Prioritized', 20000, 'the working mode row');
     await until(async () => /^\d+\.\d kWh$/.test(await shown('Solar today')), 20000, 'the solar energy row in kWh');

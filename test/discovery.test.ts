@@ -77,7 +77,11 @@ describe('discovery', function () {
     });
 
     it('falls back to the sender for text that is not JSON', function () {
-      should(parseAnswer('hello 192.168.3.119', '192.168.3.119')).eql({ ip: '192.168.3.119', address: '192.168.3.119', raw: 'hello 192.168.3.119' });
+      should(parseAnswer('hello 192.168.3.119', '192.168.3.119')).eql({
+        ip: '192.168.3.119',
+        address: '192.168.3.119',
+        raw: 'hello 192.168.3.119',
+      });
       should(parseAnswer('[1,2]', '10.0.0.2')).eql({ ip: '10.0.0.2', address: '10.0.0.2', raw: '[1,2]' });
       should(parseAnswer('', '10.0.0.3')).eql({ ip: '10.0.0.3', address: '10.0.0.3', raw: '' });
     });
@@ -121,7 +125,10 @@ describe('discovery', function () {
     });
 
     it('does not change its input', function () {
-      const input: DiscoveredDevice[] = [{ ip: '1.1.1.1', sn: 'A' }, { ip: '1.1.1.2', sn: 'A' }];
+      const input: DiscoveredDevice[] = [
+        { ip: '1.1.1.1', sn: 'A' },
+        { ip: '1.1.1.2', sn: 'A' },
+      ];
       mergeDevices(input);
       should(input[0]).eql({ ip: '1.1.1.1', sn: 'A' });
     });
@@ -132,12 +139,54 @@ describe('discovery', function () {
       const fake = {
         lo: [{ address: '127.0.0.1', netmask: '255.0.0.0', family: 'IPv4', mac: '00:00:00:00:00:00', internal: true, cidr: '127.0.0.1/8' }],
         eth0: [
-          { address: '192.168.3.7', netmask: '255.255.255.0', family: 'IPv4', mac: '02:00:00:00:00:01', internal: false, cidr: '192.168.3.7/24' },
-          { address: 'fe80::1', netmask: 'ffff:ffff:ffff:ffff::', family: 'IPv6', mac: '02:00:00:00:00:01', internal: false, cidr: 'fe80::1/64', scopeid: 2 },
+          {
+            address: '192.168.3.7',
+            netmask: '255.255.255.0',
+            family: 'IPv4',
+            mac: '02:00:00:00:00:01',
+            internal: false,
+            cidr: '192.168.3.7/24',
+          },
+          {
+            address: 'fe80::1',
+            netmask: 'ffff:ffff:ffff:ffff::',
+            family: 'IPv6',
+            mac: '02:00:00:00:00:01',
+            internal: false,
+            cidr: 'fe80::1/64',
+            scopeid: 2,
+          },
         ],
-        eth1: [{ address: '192.168.3.8', netmask: '255.255.255.0', family: 'IPv4', mac: '02:00:00:00:00:02', internal: false, cidr: '192.168.3.8/24' }],
-        docker0: [{ address: '172.17.0.1', netmask: '255.255.0.0', family: 'IPv4', mac: '02:00:00:00:00:03', internal: false, cidr: '172.17.0.1/16' }],
-        tun0: [{ address: '10.8.0.2', netmask: '255.255.255.255', family: 'IPv4', mac: '00:00:00:00:00:00', internal: false, cidr: '10.8.0.2/32' }],
+        eth1: [
+          {
+            address: '192.168.3.8',
+            netmask: '255.255.255.0',
+            family: 'IPv4',
+            mac: '02:00:00:00:00:02',
+            internal: false,
+            cidr: '192.168.3.8/24',
+          },
+        ],
+        docker0: [
+          {
+            address: '172.17.0.1',
+            netmask: '255.255.0.0',
+            family: 'IPv4',
+            mac: '02:00:00:00:00:03',
+            internal: false,
+            cidr: '172.17.0.1/16',
+          },
+        ],
+        tun0: [
+          {
+            address: '10.8.0.2',
+            netmask: '255.255.255.255',
+            family: 'IPv4',
+            mac: '00:00:00:00:00:00',
+            internal: false,
+            cidr: '10.8.0.2/32',
+          },
+        ],
       } as ReturnType<typeof os.networkInterfaces>;
       should(broadcastTargets(fake)).eql(['255.255.255.255', '192.168.3.255', '172.17.255.255']);
     });
@@ -160,10 +209,22 @@ describe('discovery', function () {
       responders.push(responder);
       const warnings: string[] = [];
       const before = countResources();
-      const devices = await discover({ target: '127.0.0.1', port: responder.port, localPort: 0, listenMs: 300, onWarning: (m) => warnings.push(m) });
-      should(devices).eql([{
-        sn: 'HMG50DEV1234', fw: 'V1.3.07_R003.001_MP12W_00000012', ip: '127.0.0.1', opendata_ver: 'V1.0.1', address: '127.0.0.1',
-      }]);
+      const devices = await discover({
+        target: '127.0.0.1',
+        port: responder.port,
+        localPort: 0,
+        listenMs: 300,
+        onWarning: (m) => warnings.push(m),
+      });
+      should(devices).eql([
+        {
+          sn: 'HMG50DEV1234',
+          fw: 'V1.3.07_R003.001_MP12W_00000012',
+          ip: '127.0.0.1',
+          opendata_ver: 'V1.0.1',
+          address: '127.0.0.1',
+        },
+      ]);
       await assertReleased(before);
       should(warnings).eql([]);
       should(responder.queries.map((q) => q.text)).eql(['AT+IGDEVICEIP']);
@@ -184,7 +245,13 @@ describe('discovery', function () {
       const taken = blocker.address().port;
       const warnings: string[] = [];
       const before = countResources();
-      const devices = await discover({ target: '127.0.0.1', port: responder.port, localPort: taken, listenMs: 300, onWarning: (m) => warnings.push(m) });
+      const devices = await discover({
+        target: '127.0.0.1',
+        port: responder.port,
+        localPort: taken,
+        listenMs: 300,
+        onWarning: (m) => warnings.push(m),
+      });
       should(devices).eql([{ sn: 'S2', ip: '127.0.0.1', address: '127.0.0.1' }]);
       await assertReleased(before); // also the socket whose bind failed
       should(warnings).have.length(1);
@@ -210,7 +277,13 @@ describe('discovery', function () {
     it('resolves at once with nothing when the signal is already aborted', async function () {
       const responder = await startResponder(['{"sn":"S4"}']);
       responders.push(responder);
-      const devices = await discover({ target: '127.0.0.1', port: responder.port, localPort: 0, listenMs: 10000, signal: AbortSignal.abort() });
+      const devices = await discover({
+        target: '127.0.0.1',
+        port: responder.port,
+        localPort: 0,
+        listenMs: 10000,
+        signal: AbortSignal.abort(),
+      });
       should(devices).eql([]);
       // Give a query that was wrongly sent time to arrive.
       await new Promise((done) => setTimeout(done, 100));
@@ -238,7 +311,10 @@ describe('discovery', function () {
         this.skip(); // `unshare -n` is not permitted here: cannot isolate a broadcast from the host network.
       }
       const script = path.join(__dirname, 'fixtures', 'discover-in-netns.js');
-      const child = spawnSync('unshare', ['-n', 'sh', '-c', 'ip link set lo up; exec node "$0" 1500', script], { encoding: 'utf8', timeout: 15000 });
+      const child = spawnSync('unshare', ['-n', 'sh', '-c', 'ip link set lo up; exec node "$0" 1500', script], {
+        encoding: 'utf8',
+        timeout: 15000,
+      });
       should(child.error).be.undefined();
       should(child.status).equal(0, `child failed: ${child.stderr}\n${child.stdout}`);
       const result = JSON.parse(child.stdout.trim()) as { devices: unknown[]; warnings: string[]; elapsedMs: number };

@@ -26,7 +26,14 @@ const DEVICE_TYPE = 'SIM-E2E-7';
 const SERIAL = 'E2E0000000004242';
 const FIRMWARE = 'V9.9.99_E2E';
 
-const FLOW_TYPES = ['localbattery-discover', 'localbattery-read', 'localbattery-write', 'localbattery-control', 'localbattery-info', 'localbattery-password'];
+const FLOW_TYPES = [
+  'localbattery-discover',
+  'localbattery-read',
+  'localbattery-write',
+  'localbattery-control',
+  'localbattery-info',
+  'localbattery-password',
+];
 /** The catalogue key of each flow node's palette label. */
 const PALETTE_LABEL_KEYS: Record<string, string> = {
   'localbattery-discover': 'localbattery-discover.label.paletteLabel',
@@ -62,11 +69,69 @@ function flows(simulatorPort: number): Record<string, unknown>[] {
   const at = (x: number, y: number) => ({ z: ID.tab, x, y, wires: [] as unknown[] });
   return [
     { id: ID.tab, type: 'tab', label: 'Editor test' },
-    { id: ID.device, type: 'localbattery-device', name: 'Simulator', host: '127.0.0.1', port: simulatorPort, username: 'opend', namespace: 'Vendor', minInterval: 1000, timeout: 5000 },
-    { id: ID.discover, type: 'localbattery-discover', name: '', target: '127.0.0.1', listenTime: 1, port: 8099, localPort: 0, ...at(200, 80), wires: [[], []] },
-    { id: ID.read, type: 'localbattery-read', name: '', device: ID.device, points: INITIAL_POINTS, interval: 2, output: 'object', topicPrefix: '', decode: false, onlyChange: false, ...at(200, 160), wires: [[]] },
-    { id: ID.write, type: 'localbattery-write', name: '', device: ID.device, point: 'feedInPowerLimitSetting', value: '800', valueType: 'num', ...at(200, 240), wires: [[]] },
-    { id: ID.control, type: 'localbattery-control', name: '', device: ID.device, power: 800, chargeSoc: 100, dischargeSoc: 10, clamp: false, switchMode: true, modeCheck: 600, repeat: 30, skipped: 'pass', ...at(200, 320), wires: [[]] },
+    {
+      id: ID.device,
+      type: 'localbattery-device',
+      name: 'Simulator',
+      host: '127.0.0.1',
+      port: simulatorPort,
+      username: 'opend',
+      namespace: 'Vendor',
+      minInterval: 1000,
+      timeout: 5000,
+    },
+    {
+      id: ID.discover,
+      type: 'localbattery-discover',
+      name: '',
+      target: '127.0.0.1',
+      listenTime: 1,
+      port: 8099,
+      localPort: 0,
+      ...at(200, 80),
+      wires: [[], []],
+    },
+    {
+      id: ID.read,
+      type: 'localbattery-read',
+      name: '',
+      device: ID.device,
+      points: INITIAL_POINTS,
+      interval: 2,
+      output: 'object',
+      topicPrefix: '',
+      decode: false,
+      onlyChange: false,
+      ...at(200, 160),
+      wires: [[]],
+    },
+    {
+      id: ID.write,
+      type: 'localbattery-write',
+      name: '',
+      device: ID.device,
+      point: 'feedInPowerLimitSetting',
+      value: '800',
+      valueType: 'num',
+      ...at(200, 240),
+      wires: [[]],
+    },
+    {
+      id: ID.control,
+      type: 'localbattery-control',
+      name: '',
+      device: ID.device,
+      power: 800,
+      chargeSoc: 100,
+      dischargeSoc: 10,
+      clamp: false,
+      switchMode: true,
+      modeCheck: 600,
+      repeat: 30,
+      skipped: 'pass',
+      ...at(200, 320),
+      wires: [[]],
+    },
     { id: ID.info, type: 'localbattery-info', name: '', device: ID.device, ...at(200, 400), wires: [[]] },
     { id: ID.password, type: 'localbattery-password', name: '', device: ID.device, source: 'payload', ...at(200, 480), wires: [[]] },
   ];
@@ -87,7 +152,14 @@ describe('editor in a real browser (chromium)', function () {
 
   before(async function () {
     requireChromium(this);
-    simulator = new DeviceSimulator({ port: 0, udpPort: null, password: PASSWORD, type: DEVICE_TYPE, serialNumber: SERIAL, firmware: FIRMWARE });
+    simulator = new DeviceSimulator({
+      port: 0,
+      udpPort: null,
+      password: PASSWORD,
+      type: DEVICE_TYPE,
+      serialNumber: SERIAL,
+      firmware: FIRMWARE,
+    });
     await simulator.start();
     userDir = fs.mkdtempSync(path.join(os.tmpdir(), 'localbattery-editor-'));
     const started = await startNodeRed(userDir, flows(simulator.port), { [ID.device]: { password: PASSWORD } }, redLog);
@@ -100,7 +172,11 @@ describe('editor in a real browser (chromium)', function () {
     page.on('console', (message) => {
       const where = `${message.location().url}:${message.location().lineNumber}`;
       // Errors of any origin; the editor's report of a validator that threw (a console.log); our own warnings.
-      if (message.type() === 'error' || /^Validation error/.test(message.text()) || (message.type() === 'warning' && /localbattery/i.test(message.text()))) {
+      if (
+        message.type() === 'error' ||
+        /^Validation error/.test(message.text()) ||
+        (message.type() === 'warning' && /localbattery/i.test(message.text()))
+      ) {
         consoleErrors.push(`${message.type()}: ${message.text()} (${where})`);
       }
     });
@@ -139,11 +215,14 @@ describe('editor in a real browser (chromium)', function () {
    * (the editor focuses the first field once the form is built).
    */
   async function trayReady(button: string, focused = true): Promise<void> {
-    await page.waitForFunction(({ selector, focused }) => {
-      const doc = (globalThis as any).document;
-      const tray = doc.querySelector(selector)?.closest('.red-ui-tray');
-      return !!tray && (globalThis as any).getComputedStyle(tray).right === '0px' && (!focused || tray.contains(doc.activeElement));
-    }, { selector: button, focused });
+    await page.waitForFunction(
+      ({ selector, focused }) => {
+        const doc = (globalThis as any).document;
+        const tray = doc.querySelector(selector)?.closest('.red-ui-tray');
+        return !!tray && (globalThis as any).getComputedStyle(tray).right === '0px' && (!focused || tray.contains(doc.activeElement));
+      },
+      { selector: button, focused },
+    );
   }
 
   async function openEditor(id: string): Promise<void> {
@@ -206,7 +285,9 @@ describe('editor in a real browser (chromium)', function () {
     const category = page.locator('#red-ui-palette-container-home_battery');
     await category.waitFor({ state: 'visible' });
     squash(await page.locator('#red-ui-palette-header-home_battery').innerText()).should.equal('home battery');
-    const types = await category.locator('.red-ui-palette-node').evaluateAll((nodes) => nodes.map((n: any) => n.getAttribute('data-palette-type')));
+    const types = await category
+      .locator('.red-ui-palette-node')
+      .evaluateAll((nodes) => nodes.map((n: any) => n.getAttribute('data-palette-type')));
     types.sort().should.eql([...FLOW_TYPES].sort());
     for (const type of FLOW_TYPES) {
       const label = squash(await category.locator(`.red-ui-palette-node[data-palette-type="${type}"] .red-ui-palette-label`).innerText());
@@ -216,29 +297,41 @@ describe('editor in a real browser (chromium)', function () {
     (await page.locator('.red-ui-palette-node[data-palette-type="localbattery-device"]').count()).should.equal(0);
   });
 
-  it('fills the read node\'s point picker from the catalogue, filters it, and saves a picked point', async () => {
+  it("fills the read node's point picker from the catalogue, filters it, and saves a picked point", async () => {
     await openEditor(ID.read);
     await page.locator('#localbattery-read-picker .localbattery-read-group').first().waitFor();
 
     const categories = [...new Set(READ_POINTS.map((p) => p.category))];
     (await page.locator('#localbattery-read-picker .localbattery-read-head b').allInnerTexts()).should.eql(categories);
-    (await page.locator('#localbattery-read-picker .localbattery-read-row code').allTextContents()).should.eql(READ_POINTS.map((p) => p.name));
-    (await page.locator('#localbattery-read-count').innerText()).should.equal(text('localbattery-read.editor.selected', { count: INITIAL_POINTS.length }));
+    (await page.locator('#localbattery-read-picker .localbattery-read-row code').allTextContents()).should.eql(
+      READ_POINTS.map((p) => p.name),
+    );
+    (await page.locator('#localbattery-read-count').innerText()).should.equal(
+      text('localbattery-read.editor.selected', { count: INITIAL_POINTS.length }),
+    );
 
     // The filter narrows the list to the points whose name, label, address, unit or category mention "soc".
     await page.locator('#localbattery-read-filter').pressSequentially('soc');
-    const matching = READ_POINTS.filter((p) => [p.name, p.label, p.address, p.unit ?? '', p.category].join(' ').toLowerCase().includes('soc'));
+    const matching = READ_POINTS.filter((p) =>
+      [p.name, p.label, p.address, p.unit ?? '', p.category].join(' ').toLowerCase().includes('soc'),
+    );
     matching.length.should.be.above(1);
     matching.length.should.be.below(READ_POINTS.length);
-    (await page.locator('#localbattery-read-picker .localbattery-read-row:visible code').allInnerTexts()).should.eql(matching.map((p) => p.name));
-    const visibleCategories = await page.locator('#localbattery-read-picker .localbattery-read-group:visible .localbattery-read-head b').allInnerTexts();
+    (await page.locator('#localbattery-read-picker .localbattery-read-row:visible code').allInnerTexts()).should.eql(
+      matching.map((p) => p.name),
+    );
+    const visibleCategories = await page
+      .locator('#localbattery-read-picker .localbattery-read-group:visible .localbattery-read-head b')
+      .allInnerTexts();
     visibleCategories.should.eql([...new Set(matching.map((p) => p.category))]);
 
     // Pick a point the simulator has, not yet picked.
     const pick = matching.find((p) => !INITIAL_POINTS.includes(p.name) && simulator!.value(p.address) !== undefined)!;
     should.exist(pick);
     await page.locator(`#localbattery-read-picker input.localbattery-read-point[data-name="${pick.name}"]`).check();
-    (await page.locator('#localbattery-read-count').innerText()).should.equal(text('localbattery-read.editor.selected', { count: INITIAL_POINTS.length + 1 }));
+    (await page.locator('#localbattery-read-count').innerText()).should.equal(
+      text('localbattery-read.editor.selected', { count: INITIAL_POINTS.length + 1 }),
+    );
     await done();
 
     const order = READ_POINTS.map((p) => p.name);
@@ -257,7 +350,9 @@ describe('editor in a real browser (chromium)', function () {
     await openEditor(ID.write);
     await page.locator('#node-input-point option[value="controlPower"]').waitFor({ state: 'attached' });
     // Every write point of the catalogue is offered.
-    const offered = await page.locator('#node-input-point option').evaluateAll((options) => options.map((o: any) => o.value).filter(Boolean));
+    const offered = await page
+      .locator('#node-input-point option')
+      .evaluateAll((options) => options.map((o: any) => o.value).filter(Boolean));
     offered.should.eql(WRITE_POINTS.map((p) => p.name));
     await page.locator('#node-input-point').selectOption('controlPower');
     (await page.locator('#localbattery-write-allowed').innerText()).should.startWith(allowedText);
@@ -270,7 +365,9 @@ describe('editor in a real browser (chromium)', function () {
     node.point.should.equal('controlPower');
     node.value.should.equal('5000');
     node.valid.should.be.false();
-    node.validationErrors.should.containEql(text('localbattery-write.validation.range', { value: '5000', point: 'controlPower', allowed: describeAllowed(power) }));
+    node.validationErrors.should.containEql(
+      text('localbattery-write.validation.range', { value: '5000', point: 'controlPower', allowed: describeAllowed(power) }),
+    );
     await page.locator(`[id="${ID.write}"] .red-ui-flow-node-error`).waitFor({ state: 'visible' });
 
     await openEditor(ID.write);
@@ -291,7 +388,9 @@ describe('editor in a real browser (chromium)', function () {
     await openEditor(ID.control);
     // The hints carry the catalogue's bounds once it has loaded.
     await page.locator('#localbattery-control-power-hint', { hasText: `${power.min}–${power.max}` }).waitFor();
-    (await page.locator('#localbattery-control-power-hint').innerText()).should.equal(text('localbattery-control.label.powerHint', { min: power.min, max: power.max }));
+    (await page.locator('#localbattery-control-power-hint').innerText()).should.equal(
+      text('localbattery-control.label.powerHint', { min: power.min, max: power.max }),
+    );
     await typeInto('#node-input-power', '3000');
     await typeInto('#node-input-chargeSoc', '2');
     (await page.locator('#node-input-power').getAttribute('class'))!.should.match(/input-error/);
@@ -310,7 +409,7 @@ describe('editor in a real browser (chromium)', function () {
     (await page.locator('#node-input-power').getAttribute('class'))!.should.match(/input-error/);
     await typeInto('#node-input-power', '800');
     await typeInto('#node-input-chargeSoc', '50');
-    (await page.locator('#node-input-power').getAttribute('class') ?? '').should.not.match(/input-error/);
+    ((await page.locator('#node-input-power').getAttribute('class')) ?? '').should.not.match(/input-error/);
     await done();
     node = await nodeState(ID.control);
     String(node.power).should.equal('800');
@@ -349,7 +448,13 @@ describe('editor in a real browser (chromium)', function () {
     await page.locator('#localbattery-device-test').click();
     const serial = simulator!.value(0);
     serial!.should.equal(SERIAL);
-    const connected = text('localbattery-device.editor.testOk', { mode: text('localbattery-device.auth.digest'), namespace: 'Vendor', type: DEVICE_TYPE, sn: serial, fw: FIRMWARE });
+    const connected = text('localbattery-device.editor.testOk', {
+      mode: text('localbattery-device.auth.digest'),
+      namespace: 'Vendor',
+      type: DEVICE_TYPE,
+      sn: serial,
+      fw: FIRMWARE,
+    });
     await page.locator('#localbattery-device-result', { hasText: String(serial) }).waitFor({ timeout: 10000 });
     (await page.locator('#localbattery-device-result').innerText()).should.equal(connected);
 
@@ -442,7 +547,7 @@ describe('editor in a real browser (chromium)', function () {
     }
   });
 
-  it('shows each node\'s help with Inputs and Outputs in the help sidebar when it is selected', async () => {
+  it("shows each node's help with Inputs and Outputs in the help sidebar when it is selected", async () => {
     // Node-RED 4 has a tab link, Node-RED 5 a sidebar button.
     await page.locator('a[href="#help"]:visible, button[data-tab-id="help"]:visible').first().click();
     const help = page.locator('.red-ui-sidebar-info:visible .red-ui-help .red-ui-help');
@@ -450,7 +555,9 @@ describe('editor in a real browser (chromium)', function () {
       const id = ID[type.slice('localbattery-'.length) as keyof typeof ID];
       await page.locator(`[id="${id}"]`).click();
       const html = fs.readFileSync(path.join(ROOT, 'nodes', 'locales', 'en-US', `${type}.html`), 'utf8');
-      const firstParagraph = squash(/<p>([\s\S]*?)<\/p>/.exec(html)![1].replace(/<[^>]+>/g, '')).slice(0, 40).trim();
+      const firstParagraph = squash(/<p>([\s\S]*?)<\/p>/.exec(html)![1].replace(/<[^>]+>/g, ''))
+        .slice(0, 40)
+        .trim();
       await help.filter({ hasText: firstParagraph }).waitFor({ timeout: 5000 });
       const headings = await help.locator('h3').allInnerTexts();
       headings.map(squash).should.containEql('Inputs');

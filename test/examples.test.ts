@@ -21,7 +21,13 @@ import { DISCOVERY_TOPIC, checkSensorSemantics } from './home-assistant-schema';
 // The core nodes are CommonJS files found by path.
 // eslint-disable-next-line @typescript-eslint/no-require-imports
 const core = (file: string) => require(require.resolve(`@node-red/nodes/core/${file}`));
-const CORE_NODES = ['common/20-inject.js', 'common/90-comment.js', 'function/10-function.js', 'function/89-delay.js', 'function/10-switch.js'].map(core);
+const CORE_NODES = [
+  'common/20-inject.js',
+  'common/90-comment.js',
+  'function/10-function.js',
+  'function/89-delay.js',
+  'function/10-switch.js',
+].map(core);
 const MQTT_NODES = core('network/10-mqtt.js');
 const OUR_NODES = [deviceNode, readNode, writeNode, controlNode, infoNode, discoverNode, passwordNode];
 const CORE_TYPES = ['comment', 'inject', 'debug', 'function', 'delay', 'change', 'switch', 'mqtt out', 'mqtt in', 'mqtt-broker'];
@@ -30,7 +36,10 @@ const EXAMPLES = path.join(__dirname, '..', '..', 'examples');
 /** Node types of the other modules the examples may use, by the module's package.json. */
 const MODULE_TYPES = new Map<string, string>(
   ['@flowfuse/node-red-dashboard'].flatMap((module) =>
-    Object.keys((JSON.parse(fs.readFileSync(require.resolve(`${module}/package.json`), 'utf8')) as { 'node-red': { nodes: object } })['node-red'].nodes).map((type): [string, string] => [type, module]),
+    Object.keys(
+      (JSON.parse(fs.readFileSync(require.resolve(`${module}/package.json`), 'utf8')) as { 'node-red': { nodes: object } })['node-red']
+        .nodes,
+    ).map((type): [string, string] => [type, module]),
   ),
 );
 const moduleOfType = (type: string) => MODULE_TYPES.get(type) ?? 'no module';
@@ -58,7 +67,8 @@ function prepared(name: string, simulator: DeviceSimulator, devicePassword = PAS
     if (node.type === 'localbattery-device') return { ...node, host: '127.0.0.1', port: simulator.port, timeout: 3000 };
     if (node.type === 'debug') return { id: node.id, z: 'tab', type: 'helper', name: node.name, wires: [] };
     // Never broadcast from a test: discovery asks the simulator on loopback only.
-    if (node.type === 'localbattery-discover') return { ...node, z: 'tab', target: '127.0.0.1', port: simulator.udpPort ?? 8099, localPort: 0, listenTime: 1 };
+    if (node.type === 'localbattery-discover')
+      return { ...node, z: 'tab', target: '127.0.0.1', port: simulator.udpPort ?? 8099, localPort: 0, listenTime: 1 };
     const copy: FlowNode = { ...node, z: 'tab' };
     if (armed) delete copy.d;
     return copy;
@@ -119,7 +129,14 @@ describe('examples', function () {
       }
       JSON.stringify(flow).should.not.match(/password"\s*:\s*"[^"]/);
     }
-    for (const type of ['localbattery-discover', 'localbattery-read', 'localbattery-write', 'localbattery-control', 'localbattery-info', 'localbattery-password']) {
+    for (const type of [
+      'localbattery-discover',
+      'localbattery-read',
+      'localbattery-write',
+      'localbattery-control',
+      'localbattery-info',
+      'localbattery-password',
+    ]) {
       used.has(type).should.be.true(`an example uses ${type}`);
     }
   });
@@ -142,7 +159,9 @@ describe('examples', function () {
     });
     const msg = await overview;
     const reader = flow.find((n) => n.name === 'Battery overview')!;
-    Object.keys(msg.payload).sort().should.eql([...reader.points].sort());
+    Object.keys(msg.payload)
+      .sort()
+      .should.eql([...reader.points].sort());
     msg.payload.batteryState.should.have.properties(['value', 'label']);
     msg.payload.batterySoc.should.be.within(0, 100);
     msg.units.batterySoc.should.equal('%');
@@ -266,7 +285,9 @@ describe('examples', function () {
         if (writers.length > 0) flow[0].info.should.match(/enable node[\s\S]*deploy/);
         // Control (real-time or a changed working mode) can be handed back: a write of working mode 1.
         if (writers.some((node) => node.type === 'localbattery-control' || node.point === 'workingModeSetting')) {
-          flow.some((node) => node.point === 'workingModeSetting' && node.type === 'localbattery-write').should.be.true(`${file} hands control back`);
+          flow
+            .some((node) => node.point === 'workingModeSetting' && node.type === 'localbattery-write')
+            .should.be.true(`${file} hands control back`);
           flow[0].info.should.match(/hand(s)? control back/);
         }
       }
@@ -348,7 +369,13 @@ describe('Home Assistant (MQTT discovery) example', function () {
       uniqueIds.has(config.unique_id).should.be.false(`${config.unique_id} is unique`);
       uniqueIds.add(config.unique_id);
       // One device, known by the serial number and model from the device info.
-      config.device.should.eql({ identifiers: [nodeId], name: 'Home battery', model: 'SIM-5120', serial_number: serial, sw_version: config.device.sw_version });
+      config.device.should.eql({
+        identifiers: [nodeId],
+        name: 'Home battery',
+        model: 'SIM-5120',
+        serial_number: serial,
+        sw_version: config.device.sw_version,
+      });
       config.device.sw_version.should.be.a.String().and.not.be.empty();
       config.origin.name.should.be.a.String();
       if (component === 'sensor') {
@@ -366,14 +393,18 @@ describe('Home Assistant (MQTT discovery) example', function () {
     [...sensors.keys()].sort().should.eql([...reader.points].sort());
     sensors.get('batterySoc')!.should.have.properties({ device_class: 'battery', state_class: 'measurement', unit_of_measurement: '%' });
     sensors.get('batteryPower')!.should.have.properties({ device_class: 'power', state_class: 'measurement', unit_of_measurement: 'W' });
-    sensors.get('batteryChargeEnergyTotal')!.should.have.properties({ device_class: 'energy', state_class: 'total_increasing', unit_of_measurement: 'kWh' });
+    sensors
+      .get('batteryChargeEnergyTotal')!
+      .should.have.properties({ device_class: 'energy', state_class: 'total_increasing', unit_of_measurement: 'kWh' });
     sensors.get('workingMode')!.should.have.properties({ device_class: 'enum' });
 
     // States: one JSON object per poll with every point the templates name; enum states among the options.
     const stateOf = () => broker.published.filter((p) => p.topic === `localbattery/${serial}/state`);
     await until(() => stateOf().length >= 1, 10000, 'a state message');
     const state = JSON.parse(stateOf()[0].payload);
-    Object.keys(state).sort().should.eql([...reader.points].sort());
+    Object.keys(state)
+      .sort()
+      .should.eql([...reader.points].sort());
     state.batterySoc.should.be.within(simulator.soc - 1, simulator.soc + 1);
     state.batteryPower.should.be.a.Number();
     for (const [name, config] of sensors) {
@@ -459,7 +490,10 @@ describe('Dashboard example', function () {
     (await gridCharging).payload.should.equal(simulator.value(pointByName('gridCharging')!.address) === 1001 ? 1 : 0);
     (await today).payload.should.match(/^\d+\.\d kWh$/);
     await until(() => chart.length >= 4, 10000, 'four chart series');
-    chart.slice(0, 4).map((msg) => msg.topic).should.eql(['Battery', 'Solar', 'Grid', 'AC output']);
+    chart
+      .slice(0, 4)
+      .map((msg) => msg.topic)
+      .should.eql(['Battery', 'Solar', 'Grid', 'AC output']);
     chart.slice(0, 4).forEach((msg) => should(msg.payload).be.a.Number());
 
     // Not armed: a press of Charge reaches no device (the time it takes when armed, then nothing was written).

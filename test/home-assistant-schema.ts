@@ -39,13 +39,21 @@ export const DEVICE_CLASS_STATE_CLASSES: Record<string, string[]> = {
 export const DISCOVERY_TOPIC = /^([^/#+]+)\/([a-z_]+)\/(?:([a-zA-Z0-9_-]+)\/)?([a-zA-Z0-9_-]+)\/config$/;
 
 /** Checks a sensor's device class, state class and unit against each other as Home Assistant does. */
-export function checkSensorSemantics(what: string, sensor: { device_class?: string; state_class?: string; unit_of_measurement?: string; options?: unknown }): void {
-  if (sensor.state_class !== undefined) should(['measurement', 'total', 'total_increasing'].includes(sensor.state_class)).be.true(`${what}: state class ${sensor.state_class}`);
+export function checkSensorSemantics(
+  what: string,
+  sensor: { device_class?: string; state_class?: string; unit_of_measurement?: string; options?: unknown },
+): void {
+  if (sensor.state_class !== undefined)
+    should(['measurement', 'total', 'total_increasing'].includes(sensor.state_class)).be.true(`${what}: state class ${sensor.state_class}`);
   if (sensor.device_class === undefined) return;
   should.exist(DEVICE_CLASS_UNITS[sensor.device_class], `${what}: device class ${sensor.device_class}`);
-  should(DEVICE_CLASS_UNITS[sensor.device_class].includes(sensor.unit_of_measurement)).be.true(`${what}: unit ${sensor.unit_of_measurement} for ${sensor.device_class}`);
+  should(DEVICE_CLASS_UNITS[sensor.device_class].includes(sensor.unit_of_measurement)).be.true(
+    `${what}: unit ${sensor.unit_of_measurement} for ${sensor.device_class}`,
+  );
   if (sensor.state_class !== undefined) {
-    should(DEVICE_CLASS_STATE_CLASSES[sensor.device_class].includes(sensor.state_class)).be.true(`${what}: ${sensor.state_class} for ${sensor.device_class}`);
+    should(DEVICE_CLASS_STATE_CLASSES[sensor.device_class].includes(sensor.state_class)).be.true(
+      `${what}: ${sensor.state_class} for ${sensor.device_class}`,
+    );
   }
   if (sensor.device_class === 'enum') should(sensor.options).be.an.Array().and.not.be.empty();
 }

@@ -23,7 +23,11 @@ describe('Home Assistant semantics', () => {
       should(homeAssistantSensor(point)).have.properties({ device_class: 'energy', state_class: 'total_increasing' });
     }
     should(sensorOf('pvEnergyTotal')).eql({ device_class: 'energy', unit_of_measurement: 'Wh', state_class: 'total_increasing' });
-    should(sensorOf('batteryChargeEnergyDaily')).eql({ device_class: 'energy', unit_of_measurement: 'kWh', state_class: 'total_increasing' });
+    should(sensorOf('batteryChargeEnergyDaily')).eql({
+      device_class: 'energy',
+      unit_of_measurement: 'kWh',
+      state_class: 'total_increasing',
+    });
     should(sensorOf('meterPower')).eql({ device_class: 'power', unit_of_measurement: 'W', state_class: 'measurement' });
     should(sensorOf('pv2Voltage')).eql({ device_class: 'voltage', unit_of_measurement: 'V', state_class: 'measurement' });
     should(sensorOf('pack1Current')).eql({ device_class: 'current', unit_of_measurement: 'A', state_class: 'measurement' });
@@ -42,11 +46,35 @@ describe('Home Assistant semantics', () => {
   });
 
   it('cover points the catalogue may gain (temperatures in °C, kW, mV, counters in Wh), by rule', () => {
-    const point = (name: string, unit: string): ReadPoint => ({ direction: 'read', address: 60000, name, label: name, category: 'Test', type: 'num', unit });
-    should(homeAssistantSensor(point('inverterTemperature', '°C'))).eql({ device_class: 'temperature', unit_of_measurement: '°C', state_class: 'measurement' });
-    should(homeAssistantSensor(point('loadPower', 'kW'))).eql({ device_class: 'power', unit_of_measurement: 'kW', state_class: 'measurement' });
-    should(homeAssistantSensor(point('cellVoltageMax', 'mV'))).eql({ device_class: 'voltage', unit_of_measurement: 'mV', state_class: 'measurement' });
-    should(homeAssistantSensor(point('gridExportEnergyTotal', 'KWh'))).eql({ device_class: 'energy', unit_of_measurement: 'kWh', state_class: 'total_increasing' });
+    const point = (name: string, unit: string): ReadPoint => ({
+      direction: 'read',
+      address: 60000,
+      name,
+      label: name,
+      category: 'Test',
+      type: 'num',
+      unit,
+    });
+    should(homeAssistantSensor(point('inverterTemperature', '°C'))).eql({
+      device_class: 'temperature',
+      unit_of_measurement: '°C',
+      state_class: 'measurement',
+    });
+    should(homeAssistantSensor(point('loadPower', 'kW'))).eql({
+      device_class: 'power',
+      unit_of_measurement: 'kW',
+      state_class: 'measurement',
+    });
+    should(homeAssistantSensor(point('cellVoltageMax', 'mV'))).eql({
+      device_class: 'voltage',
+      unit_of_measurement: 'mV',
+      state_class: 'measurement',
+    });
+    should(homeAssistantSensor(point('gridExportEnergyTotal', 'KWh'))).eql({
+      device_class: 'energy',
+      unit_of_measurement: 'kWh',
+      state_class: 'total_increasing',
+    });
     should(homeAssistantSensor(point('packHealth', '%'))).eql({ unit_of_measurement: '%', state_class: 'measurement' });
     should(homeAssistantSensor(point('cycleCount', 'cycles'))).eql({ unit_of_measurement: 'cycles', state_class: 'measurement' });
   });

@@ -203,7 +203,11 @@ describe('authentication modes and namespaces', function () {
           const device = deviceConfig(simulator, 'device1', { auth, namespace: '' });
           await helper.load(
             nodes,
-            [device.node, { id: 'read1', type: 'localbattery-read', device: 'device1', points: ['batterySoc'], wires: [['out']] }, { id: 'out', type: 'helper' }],
+            [
+              device.node,
+              { id: 'read1', type: 'localbattery-read', device: 'device1', points: ['batterySoc'], wires: [['out']] },
+              { id: 'out', type: 'helper' },
+            ],
             auth === 'digest' ? device.credentials : {},
           );
           const config = helper.getNode('device1');
@@ -222,14 +226,26 @@ describe('authentication modes and namespaces', function () {
       simulator = await startSimulator({ auth: 'none', namespace: 'Indevolt' });
       await helper.load(nodes, []);
       const base = { host: '127.0.0.1', port: simulator.port, namespace: '' };
-      const ok = await helper.request().post('/localbattery/test').send({ ...base, auth: 'none' }).expect(200);
+      const ok = await helper
+        .request()
+        .post('/localbattery/test')
+        .send({ ...base, auth: 'none' })
+        .expect(200);
       should(ok.body).match({ auth: 'none', namespace: 'Indevolt', detected: true, device: { sn: simulator.value(0) } });
       await simulator.stop();
 
       simulator = await startSimulator({ auth: 'digest', namespace: 'Vendor' });
-      const wanted = await helper.request().post('/localbattery/test').send({ ...base, port: simulator.port, auth: 'none' }).expect(400);
+      const wanted = await helper
+        .request()
+        .post('/localbattery/test')
+        .send({ ...base, port: simulator.port, auth: 'none' })
+        .expect(400);
       should(wanted.body.error).match({ code: 'UNAUTHORIZED', message: /wants HTTP \+ Digest/ });
-      const digest = await helper.request().post('/localbattery/test').send({ ...base, port: simulator.port, auth: 'digest', password: PASSWORD }).expect(200);
+      const digest = await helper
+        .request()
+        .post('/localbattery/test')
+        .send({ ...base, port: simulator.port, auth: 'digest', password: PASSWORD })
+        .expect(200);
       should(digest.body).match({ auth: 'digest', namespace: 'Vendor', detected: true });
     });
 
@@ -238,7 +254,12 @@ describe('authentication modes and namespaces', function () {
       const device = deviceConfig(simulator, 'device1', { auth: 'none', namespace: '' });
       await helper.load(
         nodes,
-        [device.node, { id: 'pw1', type: 'localbattery-password', device: 'device1', source: 'payload', wires: [[]] }, { id: 'c', type: 'catch', scope: null, wires: [['caught']] }, { id: 'caught', type: 'helper' }],
+        [
+          device.node,
+          { id: 'pw1', type: 'localbattery-password', device: 'device1', source: 'payload', wires: [[]] },
+          { id: 'c', type: 'catch', scope: null, wires: [['caught']] },
+          { id: 'caught', type: 'helper' },
+        ],
         {},
       );
       const route = await helper

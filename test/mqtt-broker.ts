@@ -38,7 +38,9 @@ export async function startBroker(): Promise<TestBroker> {
     subscriptions,
     publish: (topic, payload) =>
       new Promise((resolve, reject) =>
-        aedes.publish({ cmd: 'publish', topic, payload: Buffer.from(payload), qos: 1, retain: false, dup: false }, (error) => (error ? reject(error) : resolve())),
+        aedes.publish({ cmd: 'publish', topic, payload: Buffer.from(payload), qos: 1, retain: false, dup: false }, (error) =>
+          error ? reject(error) : resolve(),
+        ),
       ),
     stop: async () => {
       await new Promise<void>((resolve) => aedes.close(() => resolve()));

@@ -7,7 +7,18 @@ import { REAL_TIME, WORKING_MODES, pointByName, writePointByAddress, type ReadPo
 import { MAX_CONTROL_SECONDS, STATE_CODES } from '../src/control';
 import type { DeviceSimulator } from '../src/simulator';
 import { deviceConfig, helper, startSimulator } from './support';
-import { type EditorUnderTest, inEnglish, loadEditorScript, watchAfterClose, lastStatus, nextInput, sleep, statusesOf, text, until } from './node-support';
+import {
+  type EditorUnderTest,
+  inEnglish,
+  loadEditorScript,
+  watchAfterClose,
+  lastStatus,
+  nextInput,
+  sleep,
+  statusesOf,
+  text,
+  until,
+} from './node-support';
 
 const nodes = [inEnglish(deviceNode), inEnglish(controlNode), inEnglish(writeNode)];
 const TIME = '\\d{1,2}:\\d{2}:\\d{2}( [AP]M)?';
@@ -22,11 +33,28 @@ function flow(simulator: DeviceSimulator, control: Record<string, unknown> = {})
     flow: [
       device.node as Record<string, unknown>,
       {
-        id: 'control1', type: 'localbattery-control', device: 'device1', ...SETTINGS,
-        clamp: false, switchMode: true, modeCheck: 600, repeat: 30, skipped: 'pass', ...control, wires: [['out']],
+        id: 'control1',
+        type: 'localbattery-control',
+        device: 'device1',
+        ...SETTINGS,
+        clamp: false,
+        switchMode: true,
+        modeCheck: 600,
+        repeat: 30,
+        skipped: 'pass',
+        ...control,
+        wires: [['out']],
       },
       { id: 'out', type: 'helper' },
-      { id: 'mode', type: 'localbattery-write', device: 'device1', point: 'workingModeSetting', value: 'payload', valueType: 'msg', wires: [['modeOut']] },
+      {
+        id: 'mode',
+        type: 'localbattery-write',
+        device: 'device1',
+        point: 'workingModeSetting',
+        value: 'payload',
+        valueType: 'msg',
+        wires: [['modeOut']],
+      },
       { id: 'modeOut', type: 'helper' },
       { id: 'catch1', type: 'catch', scope: null, uncaught: false, wires: [['caught']] },
       { id: 'caught', type: 'helper' },
@@ -71,8 +99,14 @@ describe('localbattery-control node', function () {
 
     should(msg.topic).equal('keep me');
     should(msg.payload).eql({
-      state: 'charge', stateCode: STATE_CODES.charge, power: 800, soc: SETTINGS.chargeSoc,
-      clamped: false, belowMinimum: false, modeChanged: true, skipped: false,
+      state: 'charge',
+      stateCode: STATE_CODES.charge,
+      power: 800,
+      soc: SETTINGS.chargeSoc,
+      clamped: false,
+      belowMinimum: false,
+      modeChanged: true,
+      skipped: false,
     });
     should(msg.skipped).be.false();
     should(simulator.workingMode).equal(REAL_TIME.mode);
@@ -354,7 +388,7 @@ describe('localbattery-control editor validation', function () {
     }
   });
 
-  it('accepts ${VAR} in every number field, as Node-RED\'s own validators do', async function () {
+  it("accepts ${VAR} in every number field, as Node-RED's own validators do", async function () {
     check('power', '1');
     editor.finishLoad();
     await until(() => editor.revalidated > 0, 1000, 'revalidation after loading');

@@ -74,10 +74,19 @@ describe('localbattery-device config node', function () {
       for (const name of names) delete process.env[name];
     });
 
-    it('${VAR} in host, port, time-out and password works in a deployed flow and in the editor\'s connection test', async function () {
+    it("${VAR} in host, port, time-out and password works in a deployed flow and in the editor's connection test", async function () {
       simulator = await startSimulator(IDENTITY);
-      Object.assign(process.env, { LB_TEST_HOST: '127.0.0.1', LB_TEST_PORT: String(simulator.port), LB_TEST_TIMEOUT: '2500', LB_TEST_PASSWORD: PASSWORD });
-      const device = deviceConfig(simulator, 'device1', { host: '${LB_TEST_HOST}', port: '${LB_TEST_PORT}', timeout: '${LB_TEST_TIMEOUT}' });
+      Object.assign(process.env, {
+        LB_TEST_HOST: '127.0.0.1',
+        LB_TEST_PORT: String(simulator.port),
+        LB_TEST_TIMEOUT: '2500',
+        LB_TEST_PASSWORD: PASSWORD,
+      });
+      const device = deviceConfig(simulator, 'device1', {
+        host: '${LB_TEST_HOST}',
+        port: '${LB_TEST_PORT}',
+        timeout: '${LB_TEST_TIMEOUT}',
+      });
       const info = { id: 'info1', type: 'localbattery-info', device: 'device1', wires: [['out']] };
       await helper.load(nodes, [device.node, info, { id: 'out', type: 'helper' }], { device1: { password: '${LB_TEST_PASSWORD}' } });
       should(helper.getNode('device1').client.timeoutMs).equal(2500);
@@ -85,10 +94,18 @@ describe('localbattery-device config node', function () {
       helper.getNode('info1').receive({});
       should((await output).payload.sn).equal(IDENTITY.serialNumber);
 
-      const res = await helper.request().post('/localbattery/test').send({ host: '${LB_TEST_HOST}', port: '${LB_TEST_PORT}', password: '${LB_TEST_PASSWORD}' }).expect(200);
+      const res = await helper
+        .request()
+        .post('/localbattery/test')
+        .send({ host: '${LB_TEST_HOST}', port: '${LB_TEST_PORT}', password: '${LB_TEST_PASSWORD}' })
+        .expect(200);
       should(res.body.device.sn).equal(IDENTITY.serialNumber);
       // An unset variable stays as it is and fails validation, naming the field.
-      const unset = await helper.request().post('/localbattery/test').send({ host: '127.0.0.1', port: '${LB_TEST_UNSET}', password: 'x' }).expect(400);
+      const unset = await helper
+        .request()
+        .post('/localbattery/test')
+        .send({ host: '127.0.0.1', port: '${LB_TEST_UNSET}', password: 'x' })
+        .expect(400);
       should(unset.body.error.message).match(/port/);
     });
   });
@@ -115,7 +132,7 @@ describe('localbattery-device config node', function () {
       should(client.requestCount).equal(3);
     });
 
-    it("a node that closes (partial deploy) takes its waiting work along, and only its own", async function () {
+    it('a node that closes (partial deploy) takes its waiting work along, and only its own', async function () {
       simulator = await startSimulator(IDENTITY);
       const device = deviceConfig(simulator, 'device1');
       await helper.load(nodes, [device.node, ...info('info1'), ...info('info2'), ...catcher], device.credentials);
@@ -204,7 +221,11 @@ describe('localbattery-device config node', function () {
 
     it('takes its port, interval and time-out as decimal numbers only', async function () {
       simulator = await startSimulator();
-      for (const [setting, value, field] of [['port', '0x50', 'port'], ['minInterval', '0x3e8', 'minimum interval'], ['timeout', '0b11111010000', 'time-out']]) {
+      for (const [setting, value, field] of [
+        ['port', '0x50', 'port'],
+        ['minInterval', '0x3e8', 'minimum interval'],
+        ['timeout', '0b11111010000', 'time-out'],
+      ]) {
         const device = deviceConfig(simulator, 'device1', { [setting]: value });
         await helper.load(nodes, [device.node, ...info('info1')], device.credentials);
         should(helper.getNode('device1').client).be.undefined();
@@ -227,7 +248,10 @@ describe('localbattery-device config node', function () {
       ]);
       // The permission check is the first handler, so a refused user reaches nothing.
       for (const route of routes) {
-        const call = helper.request()[route.method](route.path).set('x-test-deny', '1').send({ host: '127.0.0.1', port: simulator.port, target: '127.0.0.1' });
+        const request = helper.request();
+        const call = request[route.method](route.path)
+          .set('x-test-deny', '1')
+          .send({ host: '127.0.0.1', port: simulator.port, target: '127.0.0.1' });
         await call.expect(401);
       }
       should(simulator.stats.requests).equal(0);
@@ -260,17 +284,25 @@ describe('localbattery-device config node', function () {
       should(helper.getNode('device1').client.requestCount).equal(2);
     });
 
-    it('POST /localbattery/test reports a wrong password as 400 without echoing it, and never borrows another node\'s secret', async function () {
+    it("POST /localbattery/test reports a wrong password as 400 without echoing it, and never borrows another node's secret", async function () {
       simulator = await startSimulator();
       const device = deviceConfig(simulator);
       // A node of another type whose credential happens to be the device password.
       const other = { id: 'pw1', type: 'localbattery-password', device: 'device1', source: 'field', wires: [] };
       await helper.load(nodes, [device.node, other], { ...device.credentials, pw1: { password: PASSWORD } });
-      const wrong = await helper.request().post('/localbattery/test').send({ host: '127.0.0.1', port: simulator.port, password: 'typo-pass-7' }).expect(400);
+      const wrong = await helper
+        .request()
+        .post('/localbattery/test')
+        .send({ host: '127.0.0.1', port: simulator.port, password: 'typo-pass-7' })
+        .expect(400);
       should(wrong.body.error.code).equal('UNAUTHORIZED');
       should(JSON.stringify(wrong.body)).not.containEql('typo-pass-7');
 
-      const borrowed = await helper.request().post('/localbattery/test').send({ id: 'pw1', host: '127.0.0.1', port: simulator.port, password: '__PWRD__' }).expect(400);
+      const borrowed = await helper
+        .request()
+        .post('/localbattery/test')
+        .send({ id: 'pw1', host: '127.0.0.1', port: simulator.port, password: '__PWRD__' })
+        .expect(400);
       should(borrowed.body.error.code).equal('UNAUTHORIZED');
       should(JSON.stringify(borrowed.body)).not.containEql(PASSWORD);
     });
@@ -302,7 +334,11 @@ describe('localbattery-device config node', function () {
         [{ host: '', currentPassword: 'factory-pw', newPassword: 'good-new-pw' }, /host/],
       ];
       for (const [body, message] of cases) {
-        const res = await helper.request().post('/localbattery/set-password').send({ ...base, ...body }).expect(400);
+        const res = await helper
+          .request()
+          .post('/localbattery/set-password')
+          .send({ ...base, ...body })
+          .expect(400);
         should(res.body.error.code).equal('INVALID_VALUE');
         should(res.body.error.message).match(message);
         for (const secret of ['factory-pw', 'seventeen-bytes-x', 'good-new-pw']) should(JSON.stringify(res.body)).not.containEql(secret);
@@ -326,7 +362,11 @@ describe('localbattery-device config node', function () {
       it('finds the simulator at the target and port given', async function () {
         simulator = await startSimulator({ udpPort: 0, ...IDENTITY });
         await helper.load(nodes, []);
-        const res = await helper.request().post('/localbattery/discover').send({ target: '127.0.0.1', port: simulator.udpPort, listenMs: 500 }).expect(200);
+        const res = await helper
+          .request()
+          .post('/localbattery/discover')
+          .send({ target: '127.0.0.1', port: simulator.udpPort, listenMs: 500 })
+          .expect(200);
         should(res.body.devices.map((d: { sn: string; ip: string }) => [d.sn, d.ip])).eql([[IDENTITY.serialNumber, '127.0.0.1']]);
         should(res.body.warnings).be.an.Array();
         should(simulator.stats.udpQueries).equal(1);
@@ -373,7 +413,12 @@ describe('localbattery-device config node', function () {
     }
 
     /** One request held by the device (started beforehand), two more waiting in the queue. */
-    async function busyFlow(): Promise<{ client: DeviceClient; record: { calls: string[] }; flow: any[]; credentials: Record<string, unknown> }> {
+    async function busyFlow(): Promise<{
+      client: DeviceClient;
+      record: { calls: string[] };
+      flow: any[];
+      credentials: Record<string, unknown>;
+    }> {
       simulator.setFault('timeout', 1);
       const device = deviceConfig(simulator, 'device1', { timeout: 10000 });
       const flow = [device.node, ...info('info1'), ...info('info2'), ...catcher];

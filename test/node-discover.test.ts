@@ -14,7 +14,16 @@ const nodes = [inEnglish(discoverNode)];
 
 function flow(settings: Record<string, unknown>) {
   return [
-    { id: 'disc', type: 'localbattery-discover', target: '127.0.0.1', listenTime: 0.5, port: 8099, localPort: 0, ...settings, wires: [['all'], ['each']] },
+    {
+      id: 'disc',
+      type: 'localbattery-discover',
+      target: '127.0.0.1',
+      listenTime: 0.5,
+      port: 8099,
+      localPort: 0,
+      ...settings,
+      wires: [['all'], ['each']],
+    },
     { id: 'all', type: 'helper' },
     { id: 'each', type: 'helper' },
     { id: 'catch1', type: 'catch', scope: null, uncaught: false, wires: [['caught']] },

@@ -71,7 +71,7 @@ describe('localbattery-info node', function () {
     ]);
   });
 
-  it('takes the maker\'s example shape: empty sn and hostname, a firmware with a space, a 1600-class device', async function () {
+  it("takes the maker's example shape: empty sn and hostname, a firmware with a space, a 1600-class device", async function () {
     process.env.TZ = 'Asia/Shanghai';
     const firmware = 'T1.4.06_ROOD. 072_M4801_0000002C';
     simulator = await startSimulator({ blankIdentity: true, model: '1600', type: 'CMS-BK1600', firmware });
@@ -168,10 +168,18 @@ describe('localbattery-info node', function () {
 
     it('reads numeric strings and writes the uptime in words', function () {
       const info = describeInfo({ time: '2024-05-01 12:00:00', time_stamp: '1714557600', run_time: '90061' } as never);
-      should(info).have.properties({ date: '2024-05-01T10:00:00.000Z', utcOffset: 120, localTime: '2024-05-01T12:00:00+02:00', uptime: '1d 1h 1m' });
+      should(info).have.properties({
+        date: '2024-05-01T10:00:00.000Z',
+        utcOffset: 120,
+        localTime: '2024-05-01T12:00:00+02:00',
+        uptime: '1d 1h 1m',
+      });
       should(describeInfo({ run_time: 3725 }).uptime).equal('1h 2m');
       should(describeInfo({ run_time: 125 }).uptime).equal('2m 5s');
-      should(describeInfo({ time: '2024-05-01 04:30:00', time_stamp: 1714557600 })).have.properties({ utcOffset: -330, localTime: '2024-05-01T04:30:00-05:30' });
+      should(describeInfo({ time: '2024-05-01 04:30:00', time_stamp: 1714557600 })).have.properties({
+        utcOffset: -330,
+        localTime: '2024-05-01T04:30:00-05:30',
+      });
     });
 
     it('takes the offset from timezone where the clock cannot give it: minutes as the maker sends, hours within ±14', function () {
@@ -182,8 +190,14 @@ describe('localbattery-info node', function () {
       should(describeInfo({ timezone: 0 })).have.property('utcOffset', 0);
       for (const odd of [900, 'UTC+8', null]) should(describeInfo({ timezone: odd } as never)).not.have.property('utcOffset');
       // The clock wins where it measures the offset.
-      should(describeInfo({ timezone: 480, time: '2024-05-01 12:00:00', time_stamp: 1714557600 })).have.properties({ utcOffset: 120, localTime: '2024-05-01T12:00:00+02:00' });
-      should(describeInfo({ timezone: 480, time: '2024-05-01 12:00:00' })).have.properties({ utcOffset: 480, localTime: '2024-05-01T12:00:00+08:00' });
+      should(describeInfo({ timezone: 480, time: '2024-05-01 12:00:00', time_stamp: 1714557600 })).have.properties({
+        utcOffset: 120,
+        localTime: '2024-05-01T12:00:00+02:00',
+      });
+      should(describeInfo({ timezone: 480, time: '2024-05-01 12:00:00' })).have.properties({
+        utcOffset: 480,
+        localTime: '2024-05-01T12:00:00+08:00',
+      });
     });
 
     it('writes the MAC address in the colon form, whatever the device sent, and passes on empty sn and hostname', function () {
@@ -191,7 +205,12 @@ describe('localbattery-info node', function () {
       should(describeInfo({ mac: '7c-3e-82-ef-99-7f' }).macAddress).equal('7c:3e:82:ef:99:7f');
       should(describeInfo({ mac: '7C:3E:82:EF:99:7F' }).macAddress).equal('7c:3e:82:ef:99:7f');
       for (const odd of ['', '7C3E82EF99', 'not a mac', 12]) should(describeInfo({ mac: odd } as never)).not.have.property('macAddress');
-      should(describeInfo({ sn: '', hostname: '', mac: '7C3E82EF997F' })).eql({ sn: '', hostname: '', mac: '7C3E82EF997F', macAddress: '7c:3e:82:ef:99:7f' });
+      should(describeInfo({ sn: '', hostname: '', mac: '7C3E82EF997F' })).eql({
+        sn: '',
+        hostname: '',
+        mac: '7C3E82EF997F',
+        macAddress: '7c:3e:82:ef:99:7f',
+      });
     });
   });
 });

@@ -26,7 +26,10 @@ const catcher = [
 function errorsOf(node: any): string[] {
   // On Node-RED before 4.1 the node wraps its own error method (keepErrorCodes): the helper's spy is the prototype's.
   const spy = typeof node.error.getCalls === 'function' ? node.error : Object.getPrototypeOf(node).error;
-  return spy.getCalls().filter((call: { thisValue: unknown }) => call.thisValue === node).map((call: { args: unknown[] }) => String(call.args[0]));
+  return spy
+    .getCalls()
+    .filter((call: { thisValue: unknown }) => call.thisValue === node)
+    .map((call: { args: unknown[] }) => String(call.args[0]));
 }
 
 /** The next error a Catch node gets. */
@@ -47,7 +50,11 @@ describe('inputs described once', function () {
     it('takes the setting, then the msg override, then the default', function () {
       should(inputs.forMessage({}, inputs.deploy({}))).eql({ listen: 3, mode: 'a' });
       should(inputs.forMessage({}, inputs.deploy({ listenTime: '10', mode: 'b' }))).eql({ listen: 10, mode: 'b' });
-      should(inputs.forMessage({ listenTime: 0.5, force: true }, inputs.deploy({ listenTime: '10' }))).eql({ listen: 0.5, force: true, mode: 'a' });
+      should(inputs.forMessage({ listenTime: 0.5, force: true }, inputs.deploy({ listenTime: '10' }))).eql({
+        listen: 0.5,
+        force: true,
+        mode: 'a',
+      });
     });
 
     it('names the field, a short preview and the allowed range in one error form', function () {
@@ -59,9 +66,13 @@ describe('inputs described once', function () {
       should(() => inputs.forMessage({}, deployed)).throw(/Invalid listen time/);
       should(() => inputs.forMessage({ listenTime: 2 }, deployed)).throw(/Invalid mode/);
       const fine = inputs.deploy({});
-      should(() => inputs.forMessage({ listenTime: '0x2' }, fine)).throw('Invalid msg.listenTime: got "0x2", allowed is a number from 0.5 to 60 seconds');
+      should(() => inputs.forMessage({ listenTime: '0x2' }, fine)).throw(
+        'Invalid msg.listenTime: got "0x2", allowed is a number from 0.5 to 60 seconds',
+      );
       should(() => inputs.forMessage({ force: 'true' }, fine)).throw('Invalid msg.force: got "true", allowed is true or false');
-      should(() => inputs.forMessage({ listenTime: 'x'.repeat(1000000) }, fine)).throw(/^Invalid msg\.listenTime: got "x{60}"… \(1000000 characters\), allowed/);
+      should(() => inputs.forMessage({ listenTime: 'x'.repeat(1000000) }, fine)).throw(
+        /^Invalid msg\.listenTime: got "x{60}"… \(1000000 characters\), allowed/,
+      );
     });
   });
 
@@ -101,11 +112,17 @@ describe('inputs described once', function () {
         ],
         Object.assign({}, ...configs.map((config) => config.credentials)),
       );
-      should(errorsOf(helper.getNode('slow'))).eql(['Invalid minimum interval: got 4000000, allowed is an integer from 1000 to 3600000 ms']);
+      should(errorsOf(helper.getNode('slow'))).eql([
+        'Invalid minimum interval: got 4000000, allowed is an integer from 1000 to 3600000 ms',
+      ]);
       should(errorsOf(helper.getNode('endless'))).eql(['Invalid time-out: got "1e400", allowed is an integer from 100 to 120000 ms']);
       should(errorsOf(helper.getNode('hex'))).eql(['Invalid port: got "0x50", allowed is an integer from 1 to 65535']);
       for (const config of configs) {
-        should(lastStatus(helper.getNode(`info-${config.node.id}`))).eql({ fill: 'red', shape: 'ring', text: text('localbattery-device.status.invalid') });
+        should(lastStatus(helper.getNode(`info-${config.node.id}`))).eql({
+          fill: 'red',
+          shape: 'ring',
+          text: text('localbattery-device.status.invalid'),
+        });
       }
       const error = await caughtError(helper.getNode('info-slow'), {});
       should(error.message).match(/Invalid minimum interval/);
@@ -116,7 +133,20 @@ describe('inputs described once', function () {
       const device = deviceConfig(simulator);
       await helper.load(
         nodes,
-        [device.node, { id: 'read1', type: 'localbattery-read', device: 'device1', points: ['batterySoc'], interval: '', output: 'object', wires: [['out']] }, { id: 'out', type: 'helper' }, ...catcher],
+        [
+          device.node,
+          {
+            id: 'read1',
+            type: 'localbattery-read',
+            device: 'device1',
+            points: ['batterySoc'],
+            interval: '',
+            output: 'object',
+            wires: [['out']],
+          },
+          { id: 'out', type: 'helper' },
+          ...catcher,
+        ],
         device.credentials,
       );
       const read = helper.getNode('read1');
@@ -127,7 +157,11 @@ describe('inputs described once', function () {
       read.receive({ points: 'batteryPower, 1501' });
       should(Object.keys((await out).payload).sort()).eql(['batteryPower', 'pvPower']);
       const error = await caughtError(read, { points: 7 });
-      should(error).have.properties({ message: 'ValidationError: Invalid msg.points: got 7, allowed is an array of read point names or addresses, or a comma-separated string of them', code: 'INVALID_VALUE' });
+      should(error).have.properties({
+        message:
+          'ValidationError: Invalid msg.points: got 7, allowed is an array of read point names or addresses, or a comma-separated string of them',
+        code: 'INVALID_VALUE',
+      });
     });
 
     it('write: msg.point stands in for the setting, even a bad one; a bad msg.point fails in the common form', async function () {
@@ -136,7 +170,15 @@ describe('inputs described once', function () {
         nodes,
         [
           device.node,
-          { id: 'write1', type: 'localbattery-write', device: 'device1', point: 'noSuchPoint', value: 'payload', valueType: 'msg', wires: [['out']] },
+          {
+            id: 'write1',
+            type: 'localbattery-write',
+            device: 'device1',
+            point: 'noSuchPoint',
+            value: 'payload',
+            valueType: 'msg',
+            wires: [['out']],
+          },
           { id: 'out', type: 'helper' },
           ...catcher,
         ],
@@ -151,13 +193,31 @@ describe('inputs described once', function () {
       write.receive({ point: 'backupSocSetting', payload: 15 });
       should((await out).point).equal('backupSocSetting');
       const error = await caughtError(write, { point: { name: 'x'.repeat(500) }, payload: 1 });
-      should(error.message).match(/^ValidationError: Invalid msg\.point: got \{"name":"x{51}… \(511 characters\), allowed is a write point: /);
+      should(error.message).match(
+        /^ValidationError: Invalid msg\.point: got \{"name":"x{51}… \(511 characters\), allowed is a write point: /,
+      );
     });
 
     it('discover: every setting is checked at deploy; msg.listenTime takes decimal numbers only', async function () {
       await helper.load(nodes, [
-        { id: 'disc1', type: 'localbattery-discover', target: '127.0.0.1', listenTime: '1e400', port: simulator.udpPort, localPort: 0, wires: [[], []] },
-        { id: 'disc2', type: 'localbattery-discover', target: '127.0.0.1', listenTime: 0.5, port: simulator.udpPort, localPort: 0, wires: [['all'], []] },
+        {
+          id: 'disc1',
+          type: 'localbattery-discover',
+          target: '127.0.0.1',
+          listenTime: '1e400',
+          port: simulator.udpPort,
+          localPort: 0,
+          wires: [[], []],
+        },
+        {
+          id: 'disc2',
+          type: 'localbattery-discover',
+          target: '127.0.0.1',
+          listenTime: 0.5,
+          port: simulator.udpPort,
+          localPort: 0,
+          wires: [['all'], []],
+        },
         { id: 'all', type: 'helper' },
         ...catcher,
       ]);
@@ -177,7 +237,12 @@ describe('inputs described once', function () {
       const device = deviceConfig(simulator, 'device1', { auth: 'digest' });
       await helper.load(
         nodes,
-        [device.node, { id: 'pw1', type: 'localbattery-password', device: 'device1', source: 'clipboard', wires: [['out']] }, { id: 'out', type: 'helper' }, ...catcher],
+        [
+          device.node,
+          { id: 'pw1', type: 'localbattery-password', device: 'device1', source: 'clipboard', wires: [['out']] },
+          { id: 'out', type: 'helper' },
+          ...catcher,
+        ],
         { ...device.credentials, pw1: { password: 'new-secret-2' } },
       );
       const password = helper.getNode('pw1');

@@ -32,7 +32,10 @@ function flow(simulator: DeviceSimulator, options: { source?: string; password?:
 /** Everything a user could see: statuses of every node, log entries, the msgs given. */
 function visibleText(msgs: unknown[]): string {
   const statuses = ['device1', 'pw1', 'info1'].flatMap((id) => (helper.getNode(id) ? statusesOf(helper.getNode(id)) : []));
-  const logs = helper.log().getCalls().map((call: { args: unknown[] }) => call.args);
+  const logs = helper
+    .log()
+    .getCalls()
+    .map((call: { args: unknown[] }) => call.args);
   return JSON.stringify([statuses, logs, msgs], (_key, value) => (value instanceof Error ? { ...value, message: value.message } : value));
 }
 
@@ -62,7 +65,9 @@ describe('localbattery-password node', function () {
       { fill: 'green', shape: 'dot', text: text('localbattery-device.status.connected') },
       { fill: 'yellow', shape: 'dot', text: text('localbattery-password.status.changed') },
     ]);
-    const warnings = (pw.warn as unknown as { getCalls(): { thisValue: unknown; args: unknown[] }[] }).getCalls().filter((call) => call.thisValue === pw);
+    const warnings = (pw.warn as unknown as { getCalls(): { thisValue: unknown; args: unknown[] }[] })
+      .getCalls()
+      .filter((call) => call.thisValue === pw);
     should(warnings.map((call) => call.args[0])).eql([text('localbattery-password.warn.updateConfig', { device: 'sim' })]);
 
     // The config node still holds the old password, but its client already uses the new one.

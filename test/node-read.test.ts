@@ -15,8 +15,17 @@ const addressOf = (name: string) => pointByName(name)!.address;
 /** A read node with the editor's defaults. */
 function reader(extra: Record<string, unknown> = {}): Record<string, unknown> {
   return {
-    id: 'read1', type: 'localbattery-read', device: 'device1', points: ['batterySoc'], interval: '',
-    output: 'object', topicPrefix: '', decode: false, onlyChange: false, wires: [['out']], ...extra,
+    id: 'read1',
+    type: 'localbattery-read',
+    device: 'device1',
+    points: ['batterySoc'],
+    interval: '',
+    output: 'object',
+    topicPrefix: '',
+    decode: false,
+    onlyChange: false,
+    wires: [['out']],
+    ...extra,
   };
 }
 
@@ -47,7 +56,10 @@ function collect(helperId: string): any[] {
 function callsOf(node: any, method: 'log' | 'warn' | 'error' | 'send'): unknown[][] {
   // On Node-RED before 4.1 the node wraps its own error method (keepErrorCodes): the helper's spy is the prototype's.
   const spy = typeof node[method].getCalls === 'function' ? node[method] : Object.getPrototypeOf(node)[method];
-  return spy.getCalls().filter((call: { thisValue: unknown }) => call.thisValue === node).map((call: { args: unknown[] }) => call.args);
+  return spy
+    .getCalls()
+    .filter((call: { thisValue: unknown }) => call.thisValue === node)
+    .map((call: { args: unknown[] }) => call.args);
 }
 
 /** What the node must report for an address: the simulator's value, decoded as the catalogue says. */
@@ -88,14 +100,20 @@ describe('localbattery-read node', function () {
     const homeAssistant: Record<string, unknown> = {
       batterySoc: { device_class: 'battery', unit_of_measurement: '%', state_class: 'measurement' },
       batteryPower: { device_class: 'power', unit_of_measurement: 'W', state_class: 'measurement' },
-      workingMode: { device_class: 'enum', options: ['Outdoor Portable', 'Self-consumed Prioritized', 'Real-time Control', 'Charge/Discharge Schedule'] },
+      workingMode: {
+        device_class: 'enum',
+        options: ['Outdoor Portable', 'Self-consumed Prioritized', 'Real-time Control', 'Charge/Discharge Schedule'],
+      },
       ratedCapacity: { device_class: 'energy_storage', unit_of_measurement: 'kWh' },
       gridVoltage: { device_class: 'voltage', unit_of_measurement: 'V', state_class: 'measurement' },
     };
     for (const name of names) {
       const point = readPointByAddress(addressOf(name))!;
       should(msg.metadata[name]).eql({
-        address: point.address, label: point.label, ...(point.unit ? { unit: point.unit } : {}), category: point.category,
+        address: point.address,
+        label: point.label,
+        ...(point.unit ? { unit: point.unit } : {}),
+        category: point.category,
         ...(homeAssistant[name] ? { homeAssistant: homeAssistant[name] } : {}),
       });
     }
@@ -254,7 +272,11 @@ describe('localbattery-read node', function () {
     const trigger = async (count: number) => {
       read1.receive({});
       read2.receive({});
-      await until(() => reads() === count && statusesOf(read2).filter((s) => readStatus.test(s.text ?? '')).length === count, 5000, `read ${count}`);
+      await until(
+        () => reads() === count && statusesOf(read2).filter((s) => readStatus.test(s.text ?? '')).length === count,
+        5000,
+        `read ${count}`,
+      );
       await sleep(50);
     };
 
@@ -420,14 +442,27 @@ describe('localbattery-read node', function () {
     simulator = await startSimulator({ timeScale: 0 });
     const device = deviceConfig(simulator);
     device.credentials.device1.password = 'wrong-password';
-    await helper.load(nodes, [device.node, reader({ interval: 1 }), { id: 'out', type: 'helper' }, { id: 'catch1', type: 'catch', scope: null, uncaught: false, wires: [['caught']] }, { id: 'caught', type: 'helper' }], device.credentials);
+    await helper.load(
+      nodes,
+      [
+        device.node,
+        reader({ interval: 1 }),
+        { id: 'out', type: 'helper' },
+        { id: 'catch1', type: 'catch', scope: null, uncaught: false, wires: [['caught']] },
+        { id: 'caught', type: 'helper' },
+      ],
+      device.credentials,
+    );
     const caught = collect('caught');
     await sleep(3500);
     should(caught.map((msg) => msg.error.code)).eql(['UNAUTHORIZED']);
     helper.getNode('read1').receive({ payload: 'one' });
     helper.getNode('read1').receive({ payload: 'two' });
     await until(() => caught.length === 3, 8000, 'both triggered reads at Catch');
-    should(caught.slice(1).map((msg) => [msg.payload, msg.error.code])).eql([['one', 'UNAUTHORIZED'], ['two', 'UNAUTHORIZED']]);
+    should(caught.slice(1).map((msg) => [msg.payload, msg.error.code])).eql([
+      ['one', 'UNAUTHORIZED'],
+      ['two', 'UNAUTHORIZED'],
+    ]);
   });
 
   it('only on change with a dead band: a numeric point counts as changed when it moves by more than its band', async function () {
@@ -476,7 +511,10 @@ describe('localbattery-read node', function () {
 
   it('rejects an invalid dead band or heartbeat, naming the field', async function () {
     simulator = await startSimulator();
-    await load(simulator, [reader({ onlyChange: true, deadband: 'batterySoc=-1' }), reader({ id: 'read2', onlyChange: true, heartbeat: 0.5 })]);
+    await load(simulator, [
+      reader({ onlyChange: true, deadband: 'batterySoc=-1' }),
+      reader({ id: 'read2', onlyChange: true, heartbeat: 0.5 }),
+    ]);
     should(String(callsOf(helper.getNode('read1'), 'error')[0][0])).match(/dead band/);
     should(String(callsOf(helper.getNode('read2'), 'error')[0][0])).match(/heartbeat.*1 to 86400 seconds/);
   });
@@ -547,7 +585,11 @@ describe('localbattery-read node', function () {
     const readers = Array.from({ length: 20 }, (_, i) =>
       reader({ id: `load${i}`, points: [supported[2 * i].name, supported[2 * i + 1].name], interval: 1, wires: [[`out${i}`]] }),
     );
-    await load(simulator, readers, readers.map((_, i) => ({ id: `out${i}`, type: 'helper' })));
+    await load(
+      simulator,
+      readers,
+      readers.map((_, i) => ({ id: `out${i}`, type: 'helper' })),
+    );
     const received = readers.map((_, i) => collect(`out${i}`));
     const client = (helper.getNode('device1') as unknown as { client: DeviceClient }).client;
     let maxQueue = 0;

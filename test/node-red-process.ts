@@ -13,7 +13,15 @@ import { chromium, type Browser, type BrowserContext, type Page } from 'playwrig
 const ROOT = path.resolve(__dirname, '..', '..');
 const PKG = JSON.parse(fs.readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as { name: string };
 export const CHROMIUM = process.env.CHROMIUM_PATH || '/usr/bin/chromium';
-const CHROMIUM_ARGS = ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'];
+const CHROMIUM_ARGS = [
+  '--no-sandbox',
+  '--disable-gpu',
+  '--disable-quic',
+  '--no-first-run',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+];
 
 /** Skips the calling suite without Chromium, except on CI (env CI set), where that is an error. */
 export function requireChromium(context: Mocha.Context): void {
@@ -76,7 +84,17 @@ export async function startNodeRed(
 
   const child = spawn(
     process.execPath,
-    [require.resolve('node-red/red.js'), '--userDir', userDir, '--settings', path.join(userDir, 'settings.js'), '-D', 'telemetry.enabled=false', '-D', 'editorTheme.tours=false'],
+    [
+      require.resolve('node-red/red.js'),
+      '--userDir',
+      userDir,
+      '--settings',
+      path.join(userDir, 'settings.js'),
+      '-D',
+      'telemetry.enabled=false',
+      '-D',
+      'editorTheme.tours=false',
+    ],
     { stdio: ['ignore', 'pipe', 'pipe'] },
   );
   await new Promise<void>((resolve, reject) => {
@@ -108,7 +126,10 @@ export async function stopChild(child: ChildProcess | undefined): Promise<void> 
 }
 
 /** Chromium with one context that may fetch from 127.0.0.1 only; anything else is refused and listed in `blocked`. */
-export async function launchChromium(viewport: { width: number; height: number }, blocked: string[]): Promise<{ browser: Browser; context: BrowserContext }> {
+export async function launchChromium(
+  viewport: { width: number; height: number },
+  blocked: string[],
+): Promise<{ browser: Browser; context: BrowserContext }> {
   const browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: CHROMIUM_ARGS });
   const context = await browser.newContext({ locale: 'en-US', viewport });
   await context.route('**/*', (route) => {

@@ -27,7 +27,9 @@ let english: Record<string, unknown> | undefined;
 
 export function text(key: string, args: Record<string, unknown> = {}): string {
   english ??= catalogue('en-US');
-  const value = key.split('.').reduce<unknown>((node, part) => (node && typeof node === 'object' ? (node as Record<string, unknown>)[part] : undefined), english);
+  const value = key
+    .split('.')
+    .reduce<unknown>((node, part) => (node && typeof node === 'object' ? (node as Record<string, unknown>)[part] : undefined), english);
   if (typeof value !== 'string') throw new Error(`no en-US text for ${key}`);
   return value.replace(/__(\w+)__/g, (_match, name: string) => String(args[name]));
 }
@@ -98,7 +100,9 @@ export function textKeysOf(type: string): { english: string[]; german: string[];
   const dir = path.resolve(__dirname, '..', 'nodes');
   const source = ['js', 'html'].map((ext) => fs.readFileSync(path.join(dir, `${type}.${ext}`), 'utf8')).join('\n');
   // Keys are written out in full, except where a prefix is completed at run time (ends with a dot).
-  const used = [...new Set(source.match(new RegExp(`${type}\\.[A-Za-z]+(\\.[A-Za-z]+)+`, 'g')) ?? [])].filter((key) => !/\.(svg|js|html|map)\b/.test(key));
+  const used = [...new Set(source.match(new RegExp(`${type}\\.[A-Za-z]+(\\.[A-Za-z]+)+`, 'g')) ?? [])].filter(
+    (key) => !/\.(svg|js|html|map)\b/.test(key),
+  );
   const [help, germanHelp] = ['en-US', 'de'].map((language) => fs.readFileSync(path.join(LOCALES, language, `${type}.html`), 'utf8'));
   return { english, german, used, help, germanHelp };
 }

@@ -3,11 +3,28 @@ import should from 'should';
 import deviceNode = require('../nodes/localbattery-device');
 import writeNode = require('../nodes/localbattery-write');
 import {
-  CONTROL_STATES, REAL_TIME, WORKING_MODES, describeAllowed, pointByName, resolveWritePoint, type ReadPoint,
+  CONTROL_STATES,
+  REAL_TIME,
+  WORKING_MODES,
+  describeAllowed,
+  pointByName,
+  resolveWritePoint,
+  type ReadPoint,
 } from '../src/catalogue';
 import type { DeviceSimulator } from '../src/simulator';
 import { deviceConfig, helper, startSimulator } from './support';
-import { type EditorUnderTest, inEnglish, loadEditorScript, watchAfterClose, lastStatus, nextInput, sleep, statusesOf, text, until } from './node-support';
+import {
+  type EditorUnderTest,
+  inEnglish,
+  loadEditorScript,
+  watchAfterClose,
+  lastStatus,
+  nextInput,
+  sleep,
+  statusesOf,
+  text,
+  until,
+} from './node-support';
 
 const nodes = [inEnglish(deviceNode), inEnglish(writeNode)];
 const TIME = '\\d{1,2}:\\d{2}:\\d{2}( [AP]M)?';
@@ -21,7 +38,16 @@ function flow(simulator: DeviceSimulator, write: Record<string, unknown> = {}, e
       { id: 'tab1', type: 'tab' },
       device.node as Record<string, unknown>,
       ...[
-        { id: 'write1', type: 'localbattery-write', device: 'device1', point: '', value: 'payload', valueType: 'msg', ...write, wires: [['out']] },
+        {
+          id: 'write1',
+          type: 'localbattery-write',
+          device: 'device1',
+          point: '',
+          value: 'payload',
+          valueType: 'msg',
+          ...write,
+          wires: [['out']],
+        },
         { id: 'out', type: 'helper' },
         { id: 'catch1', type: 'catch', scope: null, uncaught: false, wires: [['caught']] },
         { id: 'caught', type: 'helper' },
@@ -99,7 +125,15 @@ describe('localbattery-write node', function () {
     const picked = otherOption(simulator, 'lightSetting');
     const labelled = otherOption(simulator, 'gridChargingSetting');
     await load(simulator, { point: 'lightSetting', valueType: 'enum', value: String(picked.value) }, [
-      { id: 'write2', type: 'localbattery-write', device: 'device1', point: 'gridChargingSetting', value: 'payload', valueType: 'msg', wires: [['out']] },
+      {
+        id: 'write2',
+        type: 'localbattery-write',
+        device: 'device1',
+        point: 'gridChargingSetting',
+        value: 'payload',
+        valueType: 'msg',
+        wires: [['out']],
+      },
     ]);
     const out = helper.getNode('out');
     let output = nextInput(out);
@@ -150,7 +184,15 @@ describe('localbattery-write node', function () {
     const soc = writePoint('controlSoc');
     const values = [CONTROL_STATES.find((o) => o.label === 'Charging')!.value, power.max! - 100, soc.max! - 5];
     await load(simulator, { point: 'controlState', valueType: 'json', value: JSON.stringify(values) }, [
-      { id: 'mode', type: 'localbattery-write', device: 'device1', point: 'workingModeSetting', value: 'payload', valueType: 'msg', wires: [['out']] },
+      {
+        id: 'mode',
+        type: 'localbattery-write',
+        device: 'device1',
+        point: 'workingModeSetting',
+        value: 'payload',
+        valueType: 'msg',
+        wires: [['out']],
+      },
     ]);
     const out = helper.getNode('out');
     let output = nextInput(out);
@@ -206,18 +248,25 @@ describe('localbattery-write node', function () {
       const tooMuch = limit.max! + 1;
       should((await rejected({ point: '' }, { point: limit.name, payload: tooMuch })).message).containEql(String(tooMuch));
       should((await rejected({ point: 'lightSetting' }, { point: String(limit.address), payload: 0 })).message).containEql(limit.name);
-      should((await rejected({ point: limit.name, valueType: 'flow', value: 'limit' }, {}, (node) => node.context().flow.set('limit', tooMuch))).message)
-        .containEql(String(tooMuch));
-      should((await rejected({ point: limit.name, valueType: 'global', value: 'limit' }, {}, (node) => node.context().global.set('limit', -5))).message)
-        .containEql('-5');
+      should(
+        (await rejected({ point: limit.name, valueType: 'flow', value: 'limit' }, {}, (node) => node.context().flow.set('limit', tooMuch)))
+          .message,
+      ).containEql(String(tooMuch));
+      should(
+        (await rejected({ point: limit.name, valueType: 'global', value: 'limit' }, {}, (node) => node.context().global.set('limit', -5)))
+          .message,
+      ).containEql('-5');
       process.env.LOCALBATTERY_TEST_LIMIT = String(tooMuch);
       try {
-        should((await rejected({ point: limit.name, valueType: 'env', value: 'LOCALBATTERY_TEST_LIMIT' }, {})).message).containEql(String(tooMuch));
+        should((await rejected({ point: limit.name, valueType: 'env', value: 'LOCALBATTERY_TEST_LIMIT' }, {})).message).containEql(
+          String(tooMuch),
+        );
       } finally {
         delete process.env.LOCALBATTERY_TEST_LIMIT;
       }
-      should((await rejected({ point: limit.name, valueType: 'jsonata', value: 'payload * 10' }, { payload: limit.max })).message)
-        .containEql(String(limit.max! * 10));
+      should(
+        (await rejected({ point: limit.name, valueType: 'jsonata', value: 'payload * 10' }, { payload: limit.max })).message,
+      ).containEql(String(limit.max! * 10));
       const control = [CONTROL_STATES[0].value, writePoint('controlPower').min, soc.max! + 1];
       should((await rejected({ point: 'controlState' }, { payload: control })).message).containEql(soc.name);
     });

@@ -30,7 +30,12 @@ describe('password-crypto', function () {
   });
 
   it('decrypts what it encrypts, also for multi-byte UTF-8 and 16-byte passwords', function () {
-    for (const [current, next] of [['qazwsxed', 'qwertyui'], ['sixteen-bytes-ok', 'x'], ['pässwörd', '€€€€€'], ['a', 'sixteen-bytes-ok']]) {
+    for (const [current, next] of [
+      ['qazwsxed', 'qwertyui'],
+      ['sixteen-bytes-ok', 'x'],
+      ['pässwörd', '€€€€€'],
+      ['a', 'sixteen-bytes-ok'],
+    ]) {
       const encrypted = encryptPassword(current, next);
       should(decryptPassword(current, encrypted)).equal(next);
     }
@@ -53,7 +58,9 @@ describe('password-crypto', function () {
   it('rejects passwords over 16 bytes without showing them', function () {
     const seventeen = 'abcdefghijklmnopq';
     should(Buffer.byteLength(seventeen)).equal(MAX_PASSWORD_BYTES + 1);
-    should(rejects(() => encryptPassword('qazwsxed', seventeen), seventeen).message).containEql('17 bytes').and.containEql('new password');
+    should(rejects(() => encryptPassword('qazwsxed', seventeen), seventeen).message)
+      .containEql('17 bytes')
+      .and.containEql('new password');
     rejects(() => encryptPassword(seventeen, 'qwertyui'), seventeen);
     // Nine characters, eighteen bytes: the limit is on bytes, not characters.
     const umlauts = 'äöüäöüäöü';

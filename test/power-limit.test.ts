@@ -32,9 +32,13 @@ describe('power limit', function () {
     it('bounds every power point by the limit and sends nothing above it', async () => {
       simulator = await startSimulator();
       client = new DeviceClient({ host: '127.0.0.1', port: simulator.port, password: PASSWORD, powerLimit: LIMIT });
-      powerPoints.map((p) => p.name).should.containDeep(['controlPower', 'maxAcOutputPowerSetting', 'feedInPowerLimitSetting', 'inverterInputLimitSetting']);
+      powerPoints
+        .map((p) => p.name)
+        .should.containDeep(['controlPower', 'maxAcOutputPowerSetting', 'feedInPowerLimitSetting', 'inverterInputLimitSetting']);
       for (const point of powerPoints) {
-        await client.write(point, LIMIT + 1).should.be.rejectedWith(new RegExp(`${point.name}.*${LIMIT + 1}.*from ${point.min} to ${LIMIT} W`));
+        await client
+          .write(point, LIMIT + 1)
+          .should.be.rejectedWith(new RegExp(`${point.name}.*${LIMIT + 1}.*from ${point.min} to ${LIMIT} W`));
       }
       await client.setRealTime(1, LIMIT + 1, 90).should.be.rejectedWith({ code: 'INVALID_VALUE' });
       should(simulator.stats.requests).equal(0);
@@ -42,11 +46,14 @@ describe('power limit', function () {
       should(simulator.value(pointByName('feedInPowerLimit')!.address)).equal(LIMIT);
     });
 
-    it('lets a larger limit through to the device, and keeps the specification\'s bound without one', async () => {
+    it("lets a larger limit through to the device, and keeps the specification's bound without one", async () => {
       simulator = await startSimulator();
       client = new DeviceClient({ host: '127.0.0.1', port: simulator.port, password: PASSWORD, powerLimit: 3000 });
       // The client lets it through; the simulated 2000-class device itself refuses more than 2400 W.
-      const outcome = await client.write('maxAcOutputPowerSetting', 2800).then(() => 'written', (e) => e.code);
+      const outcome = await client.write('maxAcOutputPowerSetting', 2800).then(
+        () => 'written',
+        (e) => e.code,
+      );
       should(outcome).equal('REFUSED');
       should(simulator.stats.requests).equal(1);
       client.close();
@@ -57,7 +64,9 @@ describe('power limit', function () {
 
     it('refuses a limit outside its range, naming the field and the range', () => {
       for (const bad of [POWER_LIMIT.min - 1, POWER_LIMIT.max + 1, 1500.5]) {
-        (() => new DeviceClient({ host: '127.0.0.1', powerLimit: bad })).should.throw(new RegExp(`power limit.*${bad}.*${POWER_LIMIT.min} to ${POWER_LIMIT.max} W`));
+        (() => new DeviceClient({ host: '127.0.0.1', powerLimit: bad })).should.throw(
+          new RegExp(`power limit.*${bad}.*${POWER_LIMIT.min} to ${POWER_LIMIT.max} W`),
+        );
       }
     });
   });
@@ -76,8 +85,29 @@ describe('power limit', function () {
         [
           { id: 'tab1', type: 'tab' },
           { ...device.node, z: 'tab1' },
-          { id: 'write1', z: 'tab1', type: 'localbattery-write', device: 'device1', point: 'feedInPowerLimitSetting', value: 'payload', valueType: 'msg', wires: [['out']] },
-          { id: 'control1', z: 'tab1', type: 'localbattery-control', device: 'device1', power: 800, chargeSoc: 100, dischargeSoc: 10, switchMode: true, modeCheck: 600, repeat: 0, wires: [['out']] },
+          {
+            id: 'write1',
+            z: 'tab1',
+            type: 'localbattery-write',
+            device: 'device1',
+            point: 'feedInPowerLimitSetting',
+            value: 'payload',
+            valueType: 'msg',
+            wires: [['out']],
+          },
+          {
+            id: 'control1',
+            z: 'tab1',
+            type: 'localbattery-control',
+            device: 'device1',
+            power: 800,
+            chargeSoc: 100,
+            dischargeSoc: 10,
+            switchMode: true,
+            modeCheck: 600,
+            repeat: 0,
+            wires: [['out']],
+          },
           { id: 'out', z: 'tab1', type: 'helper' },
           { id: 'catch1', z: 'tab1', type: 'catch', scope: null, uncaught: false, wires: [['caught']] },
           { id: 'caught', z: 'tab1', type: 'helper' },
@@ -114,7 +144,7 @@ describe('power limit', function () {
     const device = { id: 'dev', type: 'localbattery-device', powerLimit: String(LIMIT) };
     const red = { nodes: { node: (id: string) => (id === device.id ? device : null) } };
 
-    it('the write editor takes the device\'s limit as the upper bound of power points', async () => {
+    it("the write editor takes the device's limit as the upper bound of power points", async () => {
       const editor = loadEditorScript('localbattery-write');
       const value = (node: Record<string, unknown>, v: string) => editor.definition.defaults.value.validate.call(node, v, {});
       value({ point: 'feedInPowerLimitSetting', valueType: 'num' }, '1');
@@ -130,15 +160,20 @@ describe('power limit', function () {
       await until(() => withDevice.revalidated > 0, 1000, 'catalogue');
       should(check(String(LIMIT))).be.true();
       should(check(String(LIMIT + 1))).equal(
-        text('localbattery-write.validation.range', { value: LIMIT + 1, point: 'feedInPowerLimitSetting', allowed: `an integer from 50 to ${LIMIT} W` }),
+        text('localbattery-write.validation.range', {
+          value: LIMIT + 1,
+          point: 'feedInPowerLimitSetting',
+          allowed: `an integer from 50 to ${LIMIT} W`,
+        }),
       );
       // Without a device limit the catalogue's bound holds.
       should(value({ point: 'feedInPowerLimitSetting', valueType: 'num' }, String(LIMIT + 1))).be.true();
     });
 
-    it('the control editor takes the device\'s limit as the upper bound of its power setting', async () => {
+    it("the control editor takes the device's limit as the upper bound of its power setting", async () => {
       const editor = loadEditorScript('localbattery-control', red);
-      const power = (v: string, node: Record<string, unknown> = { device: 'dev' }) => editor.definition.defaults.power.validate.call(node, v, {});
+      const power = (v: string, node: Record<string, unknown> = { device: 'dev' }) =>
+        editor.definition.defaults.power.validate.call(node, v, {});
       should(power(String(LIMIT + 1))).be.true();
       editor.finishLoad();
       await until(() => editor.revalidated > 0, 1000, 'catalogue');
@@ -147,14 +182,16 @@ describe('power limit', function () {
       should(power(String(LIMIT + 1), {})).be.true();
     });
 
-    it('the device editor checks the limit against the catalogue\'s range', async () => {
+    it("the device editor checks the limit against the catalogue's range", async () => {
       const editor = loadEditorScript('localbattery-device');
       const limit = (v: string) => editor.definition.defaults.powerLimit.validate.call(editor.definition, v, {});
       should(limit('')).be.true();
       editor.finishLoad();
       await until(() => editor.revalidated > 0, 1000, 'catalogue');
       should(limit(String(POWER_LIMIT.max))).be.true();
-      should(limit(String(POWER_LIMIT.min - 1))).equal(text('localbattery-device.validation.powerLimit', { min: POWER_LIMIT.min, max: POWER_LIMIT.max }));
+      should(limit(String(POWER_LIMIT.min - 1))).equal(
+        text('localbattery-device.validation.powerLimit', { min: POWER_LIMIT.min, max: POWER_LIMIT.max }),
+      );
       should(limit('2400.5')).be.a.String();
     });
   });

@@ -10,7 +10,11 @@ import { DeviceSimulator, type SimulatorOptions } from '../src/simulator';
 
 const PASSWORD = 'queue-pass';
 const address = (name: string) => pointByName(name)!.address;
-const settle = (promise: Promise<unknown>) => promise.then(() => 'ok', (error: DeviceError) => error.code);
+const settle = (promise: Promise<unknown>) =>
+  promise.then(
+    () => 'ok',
+    (error: DeviceError) => error.code,
+  );
 
 describe('device queue (one per device, sessions per user)', function () {
   this.timeout(60000);
@@ -71,7 +75,10 @@ describe('device queue (one per device, sessions per user)', function () {
     await client.read([numeric[0]]);
     (simulator.stats.requests - before).should.be.belowOrEqual(2);
     client.close(); // the rest of the large read is not needed
-    await big.then(() => undefined, () => undefined);
+    await big.then(
+      () => undefined,
+      () => undefined,
+    );
   });
 
   it('sends again after a 503, later, and holds requests back more from then on', async () => {
@@ -111,7 +118,10 @@ describe('device queue (one per device, sessions per user)', function () {
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
     const huge = new DeviceClient({ host: '127.0.0.1', port: (server.address() as AddressInfo).port, auth: 'none', namespace: 'Vendor' });
     try {
-      const error = await huge.read([address('batterySoc')]).then(() => undefined, (e: DeviceError) => e);
+      const error = await huge.read([address('batterySoc')]).then(
+        () => undefined,
+        (e: DeviceError) => e,
+      );
       should(error).have.property('code', 'BAD_RESPONSE');
       huge.state.should.not.equal('unreachable');
     } finally {

@@ -55,8 +55,14 @@ function call(simulator: DeviceSimulator, c: Call): Promise<Reply> {
   if (c.auth !== false) {
     // Written by hand (the vendor's example values), independent of the client's digest-fetch.
     const digest = {
-      username: c.username ?? 'opend', password: c.password ?? PASSWORD, method, uri: c.uri ?? target,
-      realm: c.realm ?? 'opend', nonce: c.nonce ?? '123456', nc: '00000001', cnonce: '2',
+      username: c.username ?? 'opend',
+      password: c.password ?? PASSWORD,
+      method,
+      uri: c.uri ?? target,
+      realm: c.realm ?? 'opend',
+      nonce: c.nonce ?? '123456',
+      nc: '00000001',
+      cnonce: '2',
     };
     headers.Authorization =
       `Digest username="${digest.username}", realm="${digest.realm}", nonce="${digest.nonce}", uri="${digest.uri}", ` +
@@ -72,7 +78,8 @@ function call(simulator: DeviceSimulator, c: Call): Promise<Reply> {
       res.on('error', reject);
     });
     req.on('error', reject);
-    if (c.timeoutMs) req.setTimeout(c.timeoutMs, () => req.destroy(Object.assign(new Error('client time-out'), { code: 'CLIENT_TIMEOUT' })));
+    if (c.timeoutMs)
+      req.setTimeout(c.timeoutMs, () => req.destroy(Object.assign(new Error('client time-out'), { code: 'CLIENT_TIMEOUT' })));
     req.end(c.body);
   });
 }
@@ -123,7 +130,11 @@ describe('DeviceSimulator', function () {
 
       const encrypted = encryptPassword('opendefault', 'new-pass-1', '123456');
       const change = await call(sim, {
-        operation: 'User.SetConfig', config: { Password: encrypted.ciphertext }, password: 'opendefault', realm: encrypted.tag, nonce: encrypted.nonce,
+        operation: 'User.SetConfig',
+        config: { Password: encrypted.ciphertext },
+        password: 'opendefault',
+        realm: encrypted.tag,
+        nonce: encrypted.nonce,
       });
       change.status.should.equal(200);
       change.body.should.equal('{"result":true}');
@@ -131,13 +142,19 @@ describe('DeviceSimulator', function () {
       sim.password.should.equal('new-pass-1');
 
       (await getData(sim, [address('batterySoc')], 'new-pass-1')).should.have.property(String(address('batterySoc')));
-      (await call(sim, { operation: `${NS}.GetData`, config: { t: [address('batterySoc')] }, password: 'opendefault' })).status.should.equal(401);
+      (
+        await call(sim, { operation: `${NS}.GetData`, config: { t: [address('batterySoc')] }, password: 'opendefault' })
+      ).status.should.equal(401);
     });
 
     it('accepts the known-answer vector of the field notes', async () => {
       const sim = await start({ password: 'qazwsxed' });
       const reply = await call(sim, {
-        operation: 'User.SetConfig', config: { Password: 'TrKQZ1QC1MQ=' }, password: 'qazwsxed', realm: 'zwvQTjeg5rvLdBvLzqtymg==', nonce: '123456',
+        operation: 'User.SetConfig',
+        config: { Password: 'TrKQZ1QC1MQ=' },
+        password: 'qazwsxed',
+        realm: 'zwvQTjeg5rvLdBvLzqtymg==',
+        nonce: '123456',
       });
       reply.body.should.equal('{"result":true}');
       sim.password.should.equal('qwertyui');
@@ -146,7 +163,11 @@ describe('DeviceSimulator', function () {
     it('answers result false to a tag that does not verify or a new password over 16 bytes', async () => {
       const sim = await start({ password: 'qazwsxed' });
       const badTag = await call(sim, {
-        operation: 'User.SetConfig', config: { Password: 'TrKQZ1QC1MQ=' }, password: 'qazwsxed', realm: 'AAAAAAAAAAAAAAAAAAAAAA==', nonce: '123456',
+        operation: 'User.SetConfig',
+        config: { Password: 'TrKQZ1QC1MQ=' },
+        password: 'qazwsxed',
+        realm: 'AAAAAAAAAAAAAAAAAAAAAA==',
+        nonce: '123456',
       });
       badTag.body.should.equal('{"result":false}');
       const key = Buffer.alloc(16);
@@ -156,7 +177,11 @@ describe('DeviceSimulator', function () {
       const cipher = createCipheriv('aes-128-gcm', key, iv);
       const ciphertext = Buffer.concat([cipher.update('x'.repeat(17)), cipher.final()]).toString('base64');
       const tooLong = await call(sim, {
-        operation: 'User.SetConfig', config: { Password: ciphertext }, password: 'qazwsxed', realm: cipher.getAuthTag().toString('base64'), nonce: '123456',
+        operation: 'User.SetConfig',
+        config: { Password: ciphertext },
+        password: 'qazwsxed',
+        realm: cipher.getAuthTag().toString('base64'),
+        nonce: '123456',
       });
       tooLong.body.should.equal('{"result":false}');
       sim.password.should.equal('qazwsxed');
@@ -203,17 +228,28 @@ describe('DeviceSimulator', function () {
       JSON.parse(bare.body).should.have.property(soc);
       (await call(sim, { operation: `${NS}.GetData`, config: { t: [Number(soc)] }, password: 'wrong' })).status.should.equal(200);
       (await call(sim, { operation: 'Sys.GetConfig', auth: false })).status.should.equal(200);
-      const write = await call(sim, { operation: `${NS}.SetData`, config: { f: 16, t: address('workingModeSetting'), v: [REAL_TIME.mode] }, auth: false });
+      const write = await call(sim, {
+        operation: `${NS}.SetData`,
+        config: { f: 16, t: address('workingModeSetting'), v: [REAL_TIME.mode] },
+        auth: false,
+      });
       write.body.should.equal('{"result":true}');
       sim.workingMode.should.equal(REAL_TIME.mode);
-      listeningLine(sim, { auth: 'none' }).should.match(/\(HTTP mode, no authentication\)/).and.not.containEql('default password');
+      listeningLine(sim, { auth: 'none' })
+        .should.match(/\(HTTP mode, no authentication\)/)
+        .and.not.containEql('default password');
     });
 
     it('refuses User.SetConfig with 403 and keeps the password', async () => {
       const sim = await start({ auth: 'none', password: 'qazwsxed' });
       for (const auth of [false, true]) {
         const reply = await call(sim, {
-          operation: 'User.SetConfig', config: { Password: 'TrKQZ1QC1MQ=' }, password: 'qazwsxed', realm: 'zwvQTjeg5rvLdBvLzqtymg==', nonce: '123456', auth,
+          operation: 'User.SetConfig',
+          config: { Password: 'TrKQZ1QC1MQ=' },
+          password: 'qazwsxed',
+          realm: 'zwvQTjeg5rvLdBvLzqtymg==',
+          nonce: '123456',
+          auth,
         });
         reply.status.should.equal(403);
       }
@@ -247,7 +283,10 @@ describe('DeviceSimulator', function () {
 
     it('answers {} to JSON with whitespace and records a protocol error', async () => {
       const sim = await start();
-      const reply = await call(sim, { operation: `${NS}.GetData`, rawQuery: `config=${encodeURIComponent(`{"t": [${address('batterySoc')}]}`)}` });
+      const reply = await call(sim, {
+        operation: `${NS}.GetData`,
+        rawQuery: `config=${encodeURIComponent(`{"t": [${address('batterySoc')}]}`)}`,
+      });
       reply.status.should.equal(200);
       reply.body.should.equal('{}');
       sim.stats.protocolErrors.should.have.length(1);
@@ -304,11 +343,13 @@ describe('DeviceSimulator', function () {
 
       // The 2000 class leaves out the 1600 class's own points too.
       for (const point of READ_POINTS.filter((p) => p.beyondSpec && !p.models!.includes('2000'))) unsupported.push(point.address);
-      for (const address of READ_POINTS.map((p) => p.address)) sim.isUnsupported(address).should.equal(unsupported.includes(address), `address ${address}`);
+      for (const address of READ_POINTS.map((p) => p.address))
+        sim.isUnsupported(address).should.equal(unsupported.includes(address), `address ${address}`);
 
       const all = [...READ_POINTS.map((p) => p.address), 65000];
       const answer: Record<string, number | string> = {};
-      for (let i = 0; i < all.length; i += MAX_ADDRESSES_PER_READ) Object.assign(answer, await getData(sim, all.slice(i, i + MAX_ADDRESSES_PER_READ)));
+      for (let i = 0; i < all.length; i += MAX_ADDRESSES_PER_READ)
+        Object.assign(answer, await getData(sim, all.slice(i, i + MAX_ADDRESSES_PER_READ)));
       answer.should.not.have.property('65000');
       for (const point of READ_POINTS) {
         const key = String(point.address);
@@ -380,13 +421,20 @@ describe('DeviceSimulator', function () {
     it('charges and discharges with a real-time write, SOC moving the right way', async () => {
       const sim = await start({ timeScale: 600 });
       should(await setData(sim, REAL_TIME.modeAddress, [4])).be.true();
-      const [soc, power, state, meter, charged] = ['batterySoc', 'batteryPower', 'batteryState', 'meterPower', 'batteryChargeEnergyTotal'].map(
-        (name) => String(address(name)),
-      );
+      const [soc, power, state, meter, charged] = [
+        'batterySoc',
+        'batteryPower',
+        'batteryState',
+        'meterPower',
+        'batteryChargeEnergyTotal',
+      ].map((name) => String(address(name)));
       const before = await getData(sim, [address('batterySoc'), address('batteryChargeEnergyTotal')]);
       should(await setData(sim, REAL_TIME.stateAddress, [1, 2400, 100])).be.true();
       await sleep(300);
-      const charging = await getData(sim, ['batterySoc', 'batteryPower', 'batteryState', 'meterPower', 'batteryChargeEnergyTotal'].map(address));
+      const charging = await getData(
+        sim,
+        ['batterySoc', 'batteryPower', 'batteryState', 'meterPower', 'batteryChargeEnergyTotal'].map(address),
+      );
       charging[power].should.equal(-2400);
       charging[state].should.equal('1001');
       (charging[soc] as number).should.be.above(before[soc] as number);
@@ -453,7 +501,7 @@ describe('DeviceSimulator', function () {
     Math.abs(device.time_stamp - Date.now() / 1000).should.be.below(5);
   });
 
-  it('answers Sys.GetConfig with empty sn and hostname and a firmware with a space, as the maker\'s example', async () => {
+  it("answers Sys.GetConfig with empty sn and hostname and a firmware with a space, as the maker's example", async () => {
     const sim = await start({ blankIdentity: true, type: 'CMS-SF2000', firmware: 'T1.4.06_ROOD. 072_M4801_0000002C' });
     const device = JSON.parse((await call(sim, { operation: 'Sys.GetConfig' })).body).device;
     device.should.have.properties({ sn: '', hostname: '', type: 'CMS-SF2000', fw: 'T1.4.06_ROOD. 072_M4801_0000002C' });
@@ -564,7 +612,12 @@ describe('DeviceSimulator', function () {
       should(await setData(sim, address('lightSetting'), [0])).be.false();
       sim.value(address('light'))!.should.equal(1);
       const encrypted = encryptPassword(PASSWORD, 'other-pw');
-      const change = await call(sim, { operation: 'User.SetConfig', config: { Password: encrypted.ciphertext }, realm: encrypted.tag, nonce: encrypted.nonce });
+      const change = await call(sim, {
+        operation: 'User.SetConfig',
+        config: { Password: encrypted.ciphertext },
+        realm: encrypted.tag,
+        nonce: encrypted.nonce,
+      });
       change.body.should.equal('{"result":false}');
       sim.password.should.equal(PASSWORD);
       should(await setData(sim, address('lightSetting'), [0])).be.true();
@@ -649,7 +702,12 @@ describe('DeviceSimulator', function () {
         for (let i = 0; i < 50 && answers.length === 0; i++) await sleep(10);
         answers.should.have.length(1);
         answers[0].should.equal(JSON.stringify(JSON.parse(answers[0])));
-        JSON.parse(answers[0]).should.eql({ sn: 'SIMUDP0000000007', fw: SIMULATOR_DEFAULTS.firmware, ip: '127.0.0.1', opendata_ver: 'V1.0.1' });
+        JSON.parse(answers[0]).should.eql({
+          sn: 'SIMUDP0000000007',
+          fw: SIMULATOR_DEFAULTS.firmware,
+          ip: '127.0.0.1',
+          opendata_ver: 'V1.0.1',
+        });
         sim.stats.udpQueries.should.equal(1);
       } finally {
         socket.close();
@@ -686,11 +744,29 @@ describe('DeviceSimulator', function () {
 
   describe('command line', () => {
     it('parses its options', () => {
-      parseSimulatorArgs(['--latency', '900-1100', '--reject-early']).options.should.containEql({ latencyMs: [900, 1100], rejectEarly: true });
+      parseSimulatorArgs(['--latency', '900-1100', '--reject-early']).options.should.containEql({
+        latencyMs: [900, 1100],
+        rejectEarly: true,
+      });
       parseSimulatorArgs(['--latency=1000']).options.latencyMs!.should.eql([1000, 1000]);
       (() => parseSimulatorArgs(['--latency', '1100-900'])).should.throw(/min <= max/);
-      const command = parseSimulatorArgs(['--port', '0', '--udp-port=off', '--time-scale', '60', '--fault', 'slow', '--password', 'x', '--require-challenge']);
-      command.should.eql({ options: { port: 0, udpPort: null, timeScale: 60, password: 'x', requireChallenge: true }, fault: 'slow', help: false });
+      const command = parseSimulatorArgs([
+        '--port',
+        '0',
+        '--udp-port=off',
+        '--time-scale',
+        '60',
+        '--fault',
+        'slow',
+        '--password',
+        'x',
+        '--require-challenge',
+      ]);
+      command.should.eql({
+        options: { port: 0, udpPort: null, timeScale: 60, password: 'x', requireChallenge: true },
+        fault: 'slow',
+        help: false,
+      });
       parseSimulatorArgs(['--help']).help.should.be.true();
       (() => parseSimulatorArgs(['--port', '70000'])).should.throw(/--port/);
       (() => parseSimulatorArgs(['--time-scale', '0x3c'])).should.throw(/--time-scale needs a number >= 0, got "0x3c"/);
@@ -699,14 +775,23 @@ describe('DeviceSimulator', function () {
       parseSimulatorArgs(['--auth', 'none', '--namespace', 'Indevolt']).options.should.eql({ auth: 'none', namespace: 'Indevolt' });
       (() => parseSimulatorArgs(['--auth', 'basic'])).should.throw(/--auth needs one of digest, none/);
       HELP.should.match(/--auth <digest\|none>/).and.match(/--namespace <name>[^]*Indevolt/);
-      parseSimulatorArgs(['--model', '1600', '--type', 'BK1600', '--blank-identity']).options.should.eql({ model: '1600', type: 'BK1600', blankIdentity: true });
+      parseSimulatorArgs(['--model', '1600', '--type', 'BK1600', '--blank-identity']).options.should.eql({
+        model: '1600',
+        type: 'BK1600',
+        blankIdentity: true,
+      });
       (() => parseSimulatorArgs(['--model', 'SIM-5120'])).should.throw(/--model needs one of 2000, 1600/);
-      HELP.should.match(/--model <2000\|1600>/).and.match(/--type <text>/).and.match(/--blank-identity/);
+      HELP.should
+        .match(/--model <2000\|1600>/)
+        .and.match(/--type <text>/)
+        .and.match(/--blank-identity/);
     });
 
     it('starts, serves requests, never prints a changed password and stops on SIGTERM', async () => {
       const script = path.join(__dirname, '..', 'src', 'cli', 'simulator.js');
-      const child = spawn(process.execPath, [script, '--port', '0', '--udp-port', '0', '--password', PASSWORD], { stdio: ['ignore', 'pipe', 'pipe'] });
+      const child = spawn(process.execPath, [script, '--port', '0', '--udp-port', '0', '--password', PASSWORD], {
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
       try {
         let output = '';
         child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString('utf8')));

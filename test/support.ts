@@ -34,7 +34,18 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<De
 /** The config node and its credentials for a flow that talks to `simulator`. */
 export function deviceConfig(simulator: DeviceSimulator, id = 'device1', extra: Record<string, unknown> = {}) {
   return {
-    node: { id, type: 'localbattery-device', name: 'sim', host: '127.0.0.1', port: simulator.port, username: 'opend', namespace: 'Vendor', minInterval: 1000, timeout: 2000, ...extra },
+    node: {
+      id,
+      type: 'localbattery-device',
+      name: 'sim',
+      host: '127.0.0.1',
+      port: simulator.port,
+      username: 'opend',
+      namespace: 'Vendor',
+      minInterval: 1000,
+      timeout: 2000,
+      ...extra,
+    },
     credentials: { [id]: { password: PASSWORD } },
   };
 }

@@ -27,7 +27,10 @@ describe('node texts', function () {
   for (const type of TYPES) {
     it(`${type}: help ends with References naming the specification's operation and linking the README`, function () {
       const { help, germanHelp } = textKeysOf(type);
-      for (const [page, heading] of [[help, 'References'], [germanHelp, 'Referenzen']]) {
+      for (const [page, heading] of [
+        [help, 'References'],
+        [germanHelp, 'Referenzen'],
+      ]) {
         const references = page.slice(page.indexOf(`<h3>${heading}</h3>`));
         should(page).containEql(`<h3>${heading}</h3>`);
         should(references).match(/section 4, E\d|Abschnitt 4, E\d/);

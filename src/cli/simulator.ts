@@ -53,7 +53,8 @@ export interface SimulatorCommand {
 
 function integer(flag: string, text: string, min: number, max: number): number {
   const value = Number(text);
-  if (!/^\d+$/.test(text.trim()) || value < min || value > max) throw new Error(`${flag} needs an integer from ${min} to ${max}, got "${text}"`);
+  if (!/^\d+$/.test(text.trim()) || value < min || value > max)
+    throw new Error(`${flag} needs an integer from ${min} to ${max}, got "${text}"`);
   return value;
 }
 
@@ -89,15 +90,28 @@ export function parseSimulatorArgs(argv: readonly string[]): SimulatorCommand {
     }
     switch (flag) {
       case '--auth':
-        if (!(SIMULATOR_AUTH_MODES as readonly string[]).includes(value)) throw new Error(`${flag} needs one of ${SIMULATOR_AUTH_MODES.join(', ')}, got "${value}"`);
+        if (!(SIMULATOR_AUTH_MODES as readonly string[]).includes(value))
+          throw new Error(`${flag} needs one of ${SIMULATOR_AUTH_MODES.join(', ')}, got "${value}"`);
         options.auth = value as SimulatorAuth;
         break;
-      case '--host': options.host = value; break;
-      case '--port': options.port = integer(flag, value, 0, 65535); break;
-      case '--udp-port': options.udpPort = value === 'off' ? null : integer(flag, value, 0, 65535); break;
-      case '--username': options.username = value; break;
-      case '--password': options.password = value; break;
-      case '--default-password': options.defaultPassword = value; break;
+      case '--host':
+        options.host = value;
+        break;
+      case '--port':
+        options.port = integer(flag, value, 0, 65535);
+        break;
+      case '--udp-port':
+        options.udpPort = value === 'off' ? null : integer(flag, value, 0, 65535);
+        break;
+      case '--username':
+        options.username = value;
+        break;
+      case '--password':
+        options.password = value;
+        break;
+      case '--default-password':
+        options.defaultPassword = value;
+        break;
       case '--namespace':
         if (!/^[A-Za-z][A-Za-z0-9_]*$/.test(value)) throw new Error(`${flag} needs a name of letters, digits and underscores`);
         options.namespace = value;
@@ -108,16 +122,29 @@ export function parseSimulatorArgs(argv: readonly string[]): SimulatorCommand {
         options.timeScale = scale;
         break;
       }
-      case '--serial': options.serialNumber = value; break;
+      case '--serial':
+        options.serialNumber = value;
+        break;
       case '--model':
-        if (!(SIMULATOR_MODELS as readonly string[]).includes(value)) throw new Error(`${flag} needs one of ${SIMULATOR_MODELS.join(', ')}, got "${value}"`);
+        if (!(SIMULATOR_MODELS as readonly string[]).includes(value))
+          throw new Error(`${flag} needs one of ${SIMULATOR_MODELS.join(', ')}, got "${value}"`);
         options.model = value as ModelClass;
         break;
-      case '--type': options.type = value; break;
-      case '--firmware': options.firmware = value; break;
-      case '--advertised-ip': options.advertisedIp = value; break;
-      case '--min-interval': options.minIntervalMs = integer(flag, value, 0, 3600000); break;
-      case '--slow-delay': options.slowDelayMs = integer(flag, value, 0, 3600000); break;
+      case '--type':
+        options.type = value;
+        break;
+      case '--firmware':
+        options.firmware = value;
+        break;
+      case '--advertised-ip':
+        options.advertisedIp = value;
+        break;
+      case '--min-interval':
+        options.minIntervalMs = integer(flag, value, 0, 3600000);
+        break;
+      case '--slow-delay':
+        options.slowDelayMs = integer(flag, value, 0, 3600000);
+        break;
       case '--latency': {
         const [min, max = min] = value.split('-').map((part) => integer(flag, part, 0, 120000));
         if (max! < min!) throw new Error(`${flag} needs min-max with min <= max, got "${value}"`);
