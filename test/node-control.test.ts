@@ -4,7 +4,7 @@ import deviceNode = require('../nodes/localbattery-device');
 import controlNode = require('../nodes/localbattery-control');
 import writeNode = require('../nodes/localbattery-write');
 import { REAL_TIME, WORKING_MODES, pointByName, writePointByAddress, type ReadPoint } from '../src/catalogue';
-import { MAX_CONTROL_SECONDS, STATE_CODES } from '../src/control';
+import { CONTROL_DEFAULTS, MAX_CONTROL_SECONDS, STATE_CODES } from '../src/control';
 import type { DeviceSimulator } from '../src/simulator';
 import { deviceConfig, helper, startSimulator } from './support';
 import {
@@ -406,5 +406,18 @@ describe('localbattery-control editor validation', function () {
     for (const spec of Object.values<any>(editor.definition.defaults)) {
       if (spec.validate) should(spec.validate.call({}, spec.value, {})).be.true();
     }
+  });
+
+  it("offers the runtime's defaults (Node-RED reads them before the catalogue could arrive, so they are checked here)", function () {
+    const defaults = editor.definition.defaults;
+    const offered = {
+      power: defaults.power.value,
+      chargeSoc: defaults.chargeSoc.value,
+      dischargeSoc: defaults.dischargeSoc.value,
+      clamp: defaults.clamp.value,
+      repeatSeconds: defaults.repeat.value,
+      modeCheckSeconds: defaults.modeCheck.value,
+    };
+    should(offered).eql({ ...CONTROL_DEFAULTS });
   });
 });
