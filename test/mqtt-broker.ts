@@ -31,8 +31,8 @@ export async function startBroker(): Promise<TestBroker> {
   });
   aedes.on('subscribe', (subs) => subscriptions.push(...subs.map((sub) => sub.topic)));
   const clients = new Set<{ conn: { destroy(): void } }>();
-  aedes.on('client', (client) => clients.add(client as unknown as { conn: { destroy(): void } }));
-  aedes.on('clientDisconnect', (client) => clients.delete(client as unknown as { conn: { destroy(): void } }));
+  aedes.on('client', (client) => clients.add(client));
+  aedes.on('clientDisconnect', (client) => clients.delete(client));
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(0, '127.0.0.1', () => resolve());
