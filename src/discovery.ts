@@ -461,8 +461,6 @@ export function parseMethod(value: unknown): DiscoveryMethod {
 export async function discoverDevices(options: DiscoveryOptions & { method?: DiscoveryMethod } = {}): Promise<FoundDevice[]> {
   const method = parseMethod(options.method);
   checkOptions(options);
-  const { method: _ignored, signal, ...rest } = options;
-  void _ignored;
   const useUdp = method !== 'mdns' || options.target !== undefined;
   const useMdns = method !== 'udp' && options.target === undefined;
   if (options.target !== undefined && method === 'mdns') {
@@ -470,8 +468,8 @@ export async function discoverDevices(options: DiscoveryOptions & { method?: Dis
   }
   // Both start before either is awaited, so their listen times run together; neither rejects once options passed.
   const [udp, mdns] = await Promise.all([
-    useUdp ? discover({ ...rest, signal }) : Promise.resolve([]),
-    useMdns ? discoverMdns({ listenMs: rest.listenMs, signal, onWarning: rest.onWarning }) : Promise.resolve([]),
+    useUdp ? discover(options) : Promise.resolve([]),
+    useMdns ? discoverMdns({ listenMs: options.listenMs, signal: options.signal, onWarning: options.onWarning }) : Promise.resolve([]),
   ]);
   return mergeSources(udp, mdns);
 }
