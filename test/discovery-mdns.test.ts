@@ -28,6 +28,7 @@ interface NetnsResult {
   devices: FoundDevice[];
   warnings: string[];
   udpQueries: number;
+  udpHandlesLeft: number;
 }
 
 function scanInNamespace(this: Mocha.Context, method: string, announce: 'mdns' | 'off'): NetnsResult {
@@ -127,6 +128,7 @@ describe('discovery over mDNS and UDP', function () {
       should(result.devices[0].sources).eql(['udp', 'mdns']);
       should(result.devices[0].mdns).have.properties({ name: `IGEN_FW_${SERIAL}`, port: 8080, addresses: [result.lan] });
       should(result.udpQueries).be.above(0);
+      should(result.udpHandlesLeft).equal(0, 'the scan left a UDP socket open');
     });
 
     it('mdns: finds the device by its announcement alone, without a UDP query', function () {
