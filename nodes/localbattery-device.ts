@@ -9,7 +9,7 @@ import type { Request, Response } from 'express';
 import { POWER_LIMIT, validatePowerLimit } from '../src/catalogue';
 import type { AuthMode } from '../src/auth';
 import { DEFAULTS, DeviceClient, type ClientOptions, type ClientSession, type ConnectionState } from '../src/client';
-import { discover } from '../src/discovery';
+import { discoverDevices, parseMethod } from '../src/discovery';
 import { ValidationError } from '../src/errors';
 import { decimalNumber } from '../src/numbers';
 import { NUMBER_RULES, describeInputs, editorCatalogueJson, numberIn } from '../src/inputs';
@@ -185,10 +185,11 @@ export = function (RED: NodeAPI) {
     const target = typeof body.target === 'string' && body.target.trim() ? body.target.trim() : undefined;
     const port = body.port === undefined || body.port === '' ? undefined : (decimalNumber(body.port) ?? NaN);
     try {
-      const devices = await discover({ target, port, listenMs, onWarning: (message) => warnings.push(message) });
+      const method = parseMethod(body.method);
+      const devices = await discoverDevices({ method, target, port, listenMs, onWarning: (message) => warnings.push(message) });
       res.json({ devices, warnings });
     } catch (error) {
-      // discover() rejects only for invalid options, i.e. a bad request.
+      // parseMethod() throws and discoverDevices() rejects only for invalid options, i.e. a bad request.
       res.status(error instanceof ValidationError ? 400 : 500).json({ error: describeError(error) });
     }
   });

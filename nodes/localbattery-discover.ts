@@ -1,10 +1,19 @@
 /**
- * Discover node: on input, a UDP scan for devices (spec E5). Output 1 gets one msg with every device found,
- * output 2 one msg per device. Needs no config node.
+ * Discover node: on input, a scan for devices over UDP (spec E5), mDNS (field notes) or both, merged by address.
+ * Output 1 gets one msg with every device found, output 2 one msg per device. Needs no config node.
  */
 import type { Node, NodeAPI, NodeDef, NodeMessage, NodeMessageInFlow } from 'node-red';
-import { DEFAULT_LISTEN_MS, DEVICE_PORT, LOCAL_PORT, discover, type DiscoveryOptions } from '../src/discovery';
-import { NUMBER_RULES, describeInputs, numberIn, text, type InputValues } from '../src/inputs';
+import {
+  DEFAULT_LISTEN_MS,
+  DEFAULT_METHOD,
+  DEVICE_PORT,
+  DISCOVERY_METHODS,
+  LOCAL_PORT,
+  discoverDevices,
+  type DiscoveryMethod,
+  type DiscoveryOptions,
+} from '../src/discovery';
+import { NUMBER_RULES, describeInputs, numberIn, oneOf, text, type InputValues } from '../src/inputs';
 import { errorStatus, keepErrorCodes } from './shared';
 
 interface DiscoverDef extends NodeDef {
@@ -12,6 +21,7 @@ interface DiscoverDef extends NodeDef {
   listenTime?: string | number;
   port?: string | number;
   localPort?: string | number;
+  method?: string;
 }
 
 /** '' (or nothing) means broadcast. */
@@ -31,10 +41,13 @@ const discoverInputs = describeInputs({
   },
   port: { setting: 'port', label: 'device port', fallback: DEVICE_PORT, absent: isBlank, parse: numberIn(NUMBER_RULES.port) },
   localPort: { setting: 'localPort', label: 'local port', fallback: LOCAL_PORT, absent: isBlank, parse: numberIn(NUMBER_RULES.localPort) },
+  // Nodes saved before mDNS existed have no method: they get the default, both.
+  method: { setting: 'method', msg: 'method', fallback: DEFAULT_METHOD, absent: isBlank, parse: oneOf(DISCOVERY_METHODS) },
 });
 
-function optionsOf(values: InputValues<typeof discoverInputs.specs>): DiscoveryOptions {
+function optionsOf(values: InputValues<typeof discoverInputs.specs>): DiscoveryOptions & { method: DiscoveryMethod } {
   return {
+    method: values.method ?? DEFAULT_METHOD,
     target: values.target || undefined,
     listenMs: Math.round((values.listenTime ?? DEFAULT_LISTEN_MS / 1000) * 1000),
     port: values.port,
@@ -58,17 +71,17 @@ export = function (RED: NodeAPI) {
     let abort: AbortController | undefined;
     let closed = false;
 
-    node.on('input', (msg: NodeMessageInFlow & { target?: unknown; listenTime?: unknown }, send, done) => {
+    node.on('input', (msg: NodeMessageInFlow & { target?: unknown; listenTime?: unknown; method?: unknown }, send, done) => {
       if (configError) {
         done(configError);
         return;
       }
-      // One scan at a time: a second one would bind the same local port and see the first one's answers.
+      // One scan at a time: a second one would bind the same local ports and see the first one's answers.
       if (scan) {
         done(Object.assign(new Error(RED._('localbattery-discover.errors.busy')), { code: 'BUSY' }));
         return;
       }
-      let options: DiscoveryOptions;
+      let options: ReturnType<typeof optionsOf>;
       try {
         options = optionsOf(discoverInputs.forMessage(msg, deployed));
       } catch (error) {
@@ -79,7 +92,7 @@ export = function (RED: NodeAPI) {
       const controller = new AbortController();
       abort = controller;
       node.status({ fill: 'blue', shape: 'dot', text: RED._('localbattery-discover.status.searching') });
-      scan = discover({
+      scan = discoverDevices({
         ...options,
         signal: controller.signal,
         onWarning: (message) => {

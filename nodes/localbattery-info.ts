@@ -1,9 +1,10 @@
 /**
  * Device info node: on input, Sys.GetConfig; `msg.payload` = the device object, plus the clock, the
- * runtime and the MAC address in handier forms (date, utcOffset, localTime, uptime, macAddress).
+ * runtime and the MAC address in handier forms (date, utcOffset, localTime, uptime, macAddress), and `serial`:
+ * an identifier that is never empty where the device has one anywhere (`sn`, else point 0, else the MAC).
  */
 import type { Node, NodeAPI, NodeDef } from 'node-red';
-import type { DeviceInfo } from '../src/client';
+import type { ClientSession, DeviceInfo } from '../src/client';
 import { decimalNumber } from '../src/numbers';
 import { deviceOf, serveDevice, keepErrorCodes } from './shared';
 
@@ -25,6 +26,37 @@ interface InfoPayload extends DeviceInfo {
   uptime?: string;
   /** `mac` as six colon-separated lower-case pairs, e.g. "7c:3e:82:ef:99:7f", whatever separators the device used. */
   macAddress?: string;
+  /**
+   * The serial number for identifiers (topics, ids): `sn`, else point 0 when `sn` is empty (the maker's example
+   * answers `"sn": ""`), else the MAC as twelve upper-case hex digits; absent only when all three are.
+   */
+  serial?: string;
+  /** Where `serial` came from. */
+  serialSource?: 'sn' | 'point0' | 'mac';
+}
+
+const nonEmpty = (value: unknown): string | undefined =>
+  typeof value === 'string' && value.trim() !== '' ? value.trim() : typeof value === 'number' ? String(value) : undefined;
+
+/** Adds `serial` and `serialSource`; reads point 0 only when `sn` is empty. A failed read falls back to the MAC. */
+async function addSerial(payload: InfoPayload, session: ClientSession): Promise<void> {
+  let serial = nonEmpty(payload.sn);
+  let source: InfoPayload['serialSource'] = 'sn';
+  if (serial === undefined) {
+    source = 'point0';
+    try {
+      serial = nonEmpty((await session.read([0])).values.get(0));
+    } catch {
+      serial = undefined; // the MAC below still identifies the device
+    }
+  }
+  if (serial === undefined && payload.macAddress !== undefined) {
+    source = 'mac';
+    serial = payload.macAddress.replace(/:/g, '').toUpperCase();
+  }
+  if (serial === undefined) return;
+  payload.serial = serial;
+  payload.serialSource = source;
 }
 
 /** `timezone` in minutes east of UTC: the maker sends minutes (480); a value within ±14 can only be hours. */
@@ -99,7 +131,10 @@ function register(RED: NodeAPI) {
       if (life.closed) return undefined;
       const text = [info.type, info.fw].filter((part) => typeof part === 'string' && part !== '').join(' · ');
       node.status({ fill: 'green', shape: 'dot', text: text || RED._('localbattery-info.status.ok') });
-      msg.payload = describeInfo(info);
+      const payload = describeInfo(info);
+      await addSerial(payload, client);
+      if (life.closed) return undefined;
+      msg.payload = payload;
       return msg;
     });
   }

@@ -1,15 +1,16 @@
 #!/usr/bin/env node
 // `npm start`: the simulator as a stand-in device on loopback, and Node-RED on 127.0.0.1 with this package
-// (from the working tree), FlowFuse Dashboard 2 (installed from the registry into .demo/) and the demo flows
-// deployed. Ctrl-C stops both.
+// (from the working tree), FlowFuse Dashboard 2 (the devDependency that `npm install` brought; no network needed)
+// and the demo flows deployed. Ctrl-C stops both.
+// Environment: DEMO_PORT, the editor's port (default 1880, or a free one); DEMO_DIR, the user directory (.demo).
 const fs = require('fs');
 const path = require('path');
 const net = require('net');
-const { spawn, spawnSync } = require('child_process');
+const { spawn } = require('child_process');
 const { DeviceSimulator } = require('../dist/src/simulator');
 
 const root = path.join(__dirname, '..');
-const userDir = path.join(root, '.demo');
+const userDir = process.env.DEMO_DIR ? path.resolve(process.env.DEMO_DIR) : path.join(root, '.demo');
 const pkg = require('../package.json');
 const DEMO_PASSWORD = 'demo-pass-1';
 const DEMO_EXAMPLES = ['Monitoring.json', 'Dashboard.json', 'Zero feed-in.json'];
@@ -68,31 +69,45 @@ function demoFlows(port) {
   return flows;
 }
 
+/** `link` as a symbolic link to `target`, replacing whatever was there (e.g. an install by an older demo). */
+function linkTo(link, target) {
+  try {
+    if (fs.readlinkSync(link) === target) return;
+  } catch {
+    // Not a link (or nothing): replaced below.
+  }
+  fs.rmSync(link, { recursive: true, force: true });
+  fs.mkdirSync(path.dirname(link), { recursive: true });
+  fs.symlinkSync(target, link, 'junction');
+}
+
 /**
- * The demo's user directory gets this package (linked from the working tree) and the dashboard from the registry,
- * as a user's ~/.node-red would. npm runs only when the dashboard is missing or not the wanted version.
+ * The demo's user directory gets this package (the working tree) and the dashboard (the project's devDependency)
+ * as links in its node_modules, where Node-RED looks, as a user's ~/.node-red would have them installed. Nothing
+ * is downloaded: `npm start` works offline once `npm install` has run.
  */
-function installDemoModules() {
-  const dashboardVersion = pkg.devDependencies[DASHBOARD];
-  const manifest = { name: 'local-battery-demo', private: true, dependencies: { [pkg.name]: 'file:..', [DASHBOARD]: dashboardVersion } };
-  const manifestFile = path.join(userDir, 'package.json');
-  const installed = path.join(userDir, 'node_modules', DASHBOARD, 'package.json');
-  const current = fs.existsSync(manifestFile) && fs.readFileSync(manifestFile, 'utf8') === JSON.stringify(manifest, null, 2);
-  if (current && fs.existsSync(installed) && fs.existsSync(path.join(userDir, 'node_modules', pkg.name))) return;
-  fs.mkdirSync(userDir, { recursive: true });
-  fs.writeFileSync(manifestFile, JSON.stringify(manifest, null, 2));
-  console.log(`Installing ${DASHBOARD}@${dashboardVersion} into ${userDir} (first start only)…`);
-  const npm = process.platform === 'win32' ? 'npm.cmd' : 'npm';
-  const result = spawnSync(npm, ['install', '--no-audit', '--no-fund', '--no-package-lock', '--omit=dev'], {
-    cwd: userDir,
-    stdio: 'inherit',
-  });
-  if (result.status !== 0) throw new Error(`npm install in ${userDir} failed (exit ${result.status})`);
+function linkDemoModules() {
+  let dashboardDir;
+  try {
+    dashboardDir = path.dirname(require.resolve(`${DASHBOARD}/package.json`, { paths: [root] }));
+  } catch {
+    throw new Error(`${DASHBOARD} is missing: run \`npm install\` (with its dev dependencies) first`);
+  }
+  const modules = path.join(userDir, 'node_modules');
+  linkTo(path.join(modules, ...pkg.name.split('/')), root);
+  linkTo(path.join(modules, ...DASHBOARD.split('/')), dashboardDir);
+  // The palette manager reads the user directory's package.json to list what is installed.
+  const manifest = {
+    name: 'local-battery-demo',
+    private: true,
+    dependencies: { [pkg.name]: 'file:..', [DASHBOARD]: pkg.devDependencies[DASHBOARD] },
+  };
+  fs.writeFileSync(path.join(userDir, 'package.json'), JSON.stringify(manifest, null, 2));
 }
 
 async function main() {
   const simPort = await freePort(18080);
-  const uiPort = await freePort(1880);
+  const uiPort = process.env.DEMO_PORT ? Number(process.env.DEMO_PORT) : await freePort(1880);
   // Self-consumption at start: the battery follows the house until a dashboard button takes over.
   const simulator = new DeviceSimulator({
     host: '127.0.0.1',
@@ -104,7 +119,8 @@ async function main() {
   });
   await simulator.start();
 
-  installDemoModules();
+  fs.mkdirSync(userDir, { recursive: true });
+  linkDemoModules();
   fs.writeFileSync(path.join(userDir, 'flows.json'), JSON.stringify(demoFlows(simPort), null, 2));
   // The demo keeps its credentials unencrypted: it is a throwaway user directory on loopback.
   fs.writeFileSync(path.join(userDir, 'flows_cred.json'), JSON.stringify({ 'demo-device': { password: DEMO_PASSWORD } }));
@@ -144,11 +160,13 @@ async function main() {
   });
 
   let stopping = false;
+  const redExited = new Promise((resolve) => red.once('exit', (code) => resolve(code ?? 0)));
+  // Exits once Node-RED and the simulator have both stopped: nothing is left running.
   const stop = (code) => {
     if (stopping) return;
     stopping = true;
     red.kill('SIGINT');
-    simulator.stop().then(
+    Promise.all([redExited, simulator.stop()]).then(
       () => process.exit(code),
       (error) => {
         console.error(error);
@@ -158,7 +176,7 @@ async function main() {
   };
   process.on('SIGINT', () => stop(0));
   process.on('SIGTERM', () => stop(0));
-  red.on('exit', (code) => stop(code ?? 0));
+  void redExited.then((code) => stop(code));
 }
 
 main().catch((error) => {

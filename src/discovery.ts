@@ -1,14 +1,19 @@
 /**
- * UDP discovery (spec E5 and field notes): send the text `AT+IGDEVICEIP` from local port 10000 to
+ * Discovery. UDP (spec E5 and field notes): send the text `AT+IGDEVICEIP` from local port 10000 to
  * 255.255.255.255:8099 (and to each interface's own broadcast address), then collect answers for a while.
  *
  * Answers are accepted from any source port: the notes say devices answer from 8099, but nothing is gained
  * by dropping a well-formed answer from elsewhere. JSON answers give all their members; anything else falls
  * back to the sender's address (field notes). The scan never rejects because of the network: socket and
  * send errors become warnings and the scan resolves with what it found.
+ *
+ * mDNS (field notes): newer firmware announces an `_http._tcp.local.` service whose instance name begins with
+ * `IGEN_FW`. discoverDevices() runs either or both and merges the answers by address.
  */
 import * as dgram from 'node:dgram';
+import * as net from 'node:net';
 import * as os from 'node:os';
+import { Bonjour, type Service } from 'bonjour-service';
 import { ValidationError } from './errors';
 
 export interface DiscoveredDevice {
@@ -150,6 +155,17 @@ function errorCode(error: unknown): string {
   return e?.code ?? e?.message ?? String(error);
 }
 
+/** Throws a ValidationError for an invalid option; gives the values with their defaults. */
+function checkOptions(options: DiscoveryOptions): { port: number; localPort: number; listenMs: number } {
+  const port = checkPort(options.port ?? DEVICE_PORT, 'discovery port', 1);
+  const localPort = checkPort(options.localPort ?? LOCAL_PORT, 'discovery local port', 0);
+  const listenMs = checkListenMs(options.listenMs ?? DEFAULT_LISTEN_MS);
+  if (options.target !== undefined && (typeof options.target !== 'string' || options.target.trim() === '')) {
+    throw new ValidationError('discovery target', options.target, 'an IP address or host name');
+  }
+  return { port, localPort, listenMs };
+}
+
 /**
  * Sends the discovery query and collects answers. Resolves with the merged devices after `listenMs`, on
  * abort, or early when every send failed. Rejects only for invalid options (ValidationError).
@@ -159,15 +175,7 @@ export function discover(options: DiscoveryOptions = {}): Promise<DiscoveredDevi
   let localPort: number;
   let listenMs: number;
   try {
-    port = checkPort(options.port ?? DEVICE_PORT, 'discovery port', 1);
-    localPort = checkPort(options.localPort ?? LOCAL_PORT, 'discovery local port', 0);
-    listenMs = options.listenMs ?? DEFAULT_LISTEN_MS;
-    if (typeof listenMs !== 'number' || !Number.isFinite(listenMs) || listenMs < 0) {
-      throw new ValidationError('discovery listen time', listenMs, 'a number of milliseconds, 0 or more');
-    }
-    if (options.target !== undefined && (typeof options.target !== 'string' || options.target.trim() === '')) {
-      throw new ValidationError('discovery target', options.target, 'an IP address or host name');
-    }
+    ({ port, localPort, listenMs } = checkOptions(options));
   } catch (error) {
     return Promise.reject(error);
   }
@@ -284,4 +292,184 @@ export function discover(options: DiscoveryOptions = {}): Promise<DiscoveredDevi
     timer = setTimeout(finish, listenMs);
     open(localPort, true);
   });
+}
+
+export type DiscoveryMethod = 'udp' | 'mdns' | 'both';
+export const DISCOVERY_METHODS: readonly DiscoveryMethod[] = ['both', 'udp', 'mdns'];
+export const DEFAULT_METHOD: DiscoveryMethod = 'both';
+/** The instance-name prefix of the device's mDNS service (Home Assistant's zeroconf matcher, case-insensitive). */
+export const MDNS_NAME_PREFIX = 'IGEN_FW';
+export const MDNS_SERVICE_TYPE = 'http';
+
+/** What one mDNS announcement told. */
+export interface MdnsAnswer {
+  /** The service instance name, e.g. `IGEN_FW_…`. */
+  name: string;
+  /** The host name of the SRV record. */
+  host: string;
+  /** The HTTP port of the SRV record. */
+  port: number;
+  addresses: string[];
+  txt: Record<string, unknown>;
+}
+
+/** One device from discoverDevices(): the UDP answer's members, what mDNS told, and which sources saw it. */
+export interface FoundDevice extends DiscoveredDevice {
+  sources: Array<'udp' | 'mdns'>;
+  /** The HTTP port (mDNS only: the UDP answer does not name one). */
+  port?: number;
+  /** The mDNS instance name. */
+  name?: string;
+  mdns?: MdnsAnswer;
+}
+
+export interface MdnsOptions {
+  /** How long to collect answers, default 3000 ms. */
+  listenMs?: number;
+  signal?: AbortSignal;
+  onWarning?: (message: string) => void;
+}
+
+function checkListenMs(value: unknown): number {
+  if (typeof value !== 'number' || !Number.isFinite(value) || value < 0) {
+    throw new ValidationError('discovery listen time', value, 'a number of milliseconds, 0 or more');
+  }
+  return value;
+}
+
+function mdnsAnswerOf(service: Service): MdnsAnswer {
+  const txt: unknown = service.txt;
+  return {
+    name: service.name,
+    host: service.host,
+    port: service.port,
+    addresses: [...(service.addresses ?? [])],
+    txt: txt !== null && typeof txt === 'object' ? { ...(txt as Record<string, unknown>) } : {},
+  };
+}
+
+/** The device's IPv4 address: from the A records, else the address the answer came from. */
+function mdnsAddress(answer: MdnsAnswer, referer: string | undefined): string | undefined {
+  return answer.addresses.find((a) => net.isIPv4(a)) ?? referer ?? answer.addresses[0];
+}
+
+function textMember(txt: Record<string, unknown>, key: string): string | undefined {
+  const value = txt[key];
+  return typeof value === 'string' && value !== '' ? value : undefined;
+}
+
+/**
+ * Browses `_http._tcp.local.` over mDNS and keeps the services named `IGEN_FW…`, one per address. Resolves after
+ * `listenMs` or on abort; network errors become warnings. Serial and firmware come from the TXT record's `sn`
+ * and `fw` where the device puts them there.
+ */
+export function discoverMdns(options: MdnsOptions = {}): Promise<FoundDevice[]> {
+  let listenMs: number;
+  try {
+    listenMs = checkListenMs(options.listenMs ?? DEFAULT_LISTEN_MS);
+  } catch (error) {
+    return Promise.reject(error);
+  }
+  const warn = safeWarn(options.onWarning);
+  const signal = options.signal;
+  return new Promise<FoundDevice[]>((resolve) => {
+    const found = new Map<string, FoundDevice>();
+    if (signal?.aborted) return resolve([]);
+    let finished = false;
+    const bonjour = new Bonjour({}, (error: unknown) => warn(`Discovery: mDNS answer failed: ${errorCode(error)}`));
+    // bonjour-service leaves the socket's errors unhandled (a bind error would be thrown): take them as warnings.
+    const mdns = (bonjour as unknown as { server: { mdns: NodeJS.EventEmitter } }).server.mdns;
+    mdns.on('warning', (error: unknown) => warn(`Discovery: mDNS: ${errorCode(error)}`));
+    mdns.on('error', (error: unknown) => {
+      warn(`Discovery: mDNS socket error: ${errorCode(error)}`);
+      finish();
+    });
+    const browser = bonjour.find({ type: MDNS_SERVICE_TYPE, protocol: 'tcp' }, (service: Service) => {
+      if (!service.name?.toUpperCase().startsWith(MDNS_NAME_PREFIX)) return;
+      const answer = mdnsAnswerOf(service);
+      const ip = mdnsAddress(answer, service.referer?.address);
+      if (ip === undefined) return;
+      const device: FoundDevice = { ip, port: answer.port, name: answer.name, sources: ['mdns'], mdns: answer };
+      const sn = textMember(answer.txt, 'sn');
+      const fw = textMember(answer.txt, 'fw');
+      if (sn !== undefined) device.sn = sn;
+      if (fw !== undefined) device.fw = fw;
+      if (!found.has(ip)) found.set(ip, device);
+    });
+    const timer = setTimeout(finish, listenMs);
+    signal?.addEventListener('abort', finish, { once: true });
+
+    function finish() {
+      if (finished) return;
+      finished = true;
+      clearTimeout(timer);
+      signal?.removeEventListener('abort', finish);
+      browser.stop();
+      // Resolve once the socket is closed, so the caller sees no handle left behind.
+      bonjour.destroy(() => resolve([...found.values()]));
+    }
+  });
+}
+
+function safeWarn(onWarning: ((message: string) => void) | undefined): (message: string) => void {
+  return (message) => {
+    try {
+      onWarning?.(message);
+    } catch {
+      // A faulty warning handler must not break the scan.
+    }
+  };
+}
+
+/**
+ * Merges UDP and mDNS answers by address: one entry per device. The UDP answer's members stay on top (as
+ * discover() gives them); mDNS adds the port, the instance name and its own record under `mdns`, and fills in
+ * a serial or firmware the UDP answer lacks. First-seen order, UDP answers first.
+ */
+export function mergeSources(udp: DiscoveredDevice[], mdns: FoundDevice[]): FoundDevice[] {
+  const result: FoundDevice[] = udp.map((device) => ({ ...device, sources: ['udp'] }));
+  const byIp = new Map<string, FoundDevice>();
+  for (const device of result) if (!byIp.has(device.ip)) byIp.set(device.ip, device);
+  for (const device of mdns) {
+    const existing = byIp.get(device.ip);
+    if (!existing) {
+      const copy: FoundDevice = { ...device, sources: ['mdns'] };
+      byIp.set(device.ip, copy);
+      result.push(copy);
+      continue;
+    }
+    existing.sources.push('mdns');
+    if (device.port !== undefined) existing.port = device.port;
+    if (device.name !== undefined) existing.name = device.name;
+    if (device.mdns) existing.mdns = device.mdns;
+    if (existing.sn === undefined || existing.sn === '') if (device.sn !== undefined) existing.sn = device.sn;
+    if (existing.fw === undefined || existing.fw === '') if (device.fw !== undefined) existing.fw = device.fw;
+  }
+  return result;
+}
+
+export function parseMethod(value: unknown): DiscoveryMethod {
+  if (value === undefined || value === '') return DEFAULT_METHOD;
+  if (typeof value === 'string' && (DISCOVERY_METHODS as readonly string[]).includes(value)) return value as DiscoveryMethod;
+  throw new ValidationError('discovery method', value, 'udp, mdns or both');
+}
+
+/**
+ * UDP, mDNS or both at once (default both), merged by address. mDNS searches the whole LAN by multicast, so a
+ * scan with a `target` (one address) asks over UDP only.
+ */
+export async function discoverDevices(options: DiscoveryOptions & { method?: DiscoveryMethod } = {}): Promise<FoundDevice[]> {
+  const method = parseMethod(options.method);
+  checkOptions(options);
+  const useUdp = method !== 'mdns' || options.target !== undefined;
+  const useMdns = method !== 'udp' && options.target === undefined;
+  if (options.target !== undefined && method === 'mdns') {
+    safeWarn(options.onWarning)('Discovery: mDNS searches the whole network; with a target the scan asks over UDP only');
+  }
+  // Both start before either is awaited, so their listen times run together; neither rejects once options passed.
+  const [udp, mdns] = await Promise.all([
+    useUdp ? discover(options) : Promise.resolve([]),
+    useMdns ? discoverMdns({ listenMs: options.listenMs, signal: options.signal, onWarning: options.onWarning }) : Promise.resolve([]),
+  ]);
+  return mergeSources(udp, mdns);
 }

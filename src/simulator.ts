@@ -27,6 +27,7 @@ import {
 } from './catalogue';
 import { digestResponse, parseDigestHeader, randomNonce } from './digest';
 import { checkPassword, decryptPassword } from './password-crypto';
+import { startMdnsResponder, type MdnsResponder } from './simulator-mdns';
 
 /** 'digest': HTTP + Digest as the specification describes; 'none': the maker's HTTP mode, no authentication. */
 export type SimulatorAuth = 'digest' | 'none';
@@ -70,6 +71,8 @@ export interface SimulatorOptions {
   blankIdentity?: boolean;
   firmware?: string;
   advertisedIp?: string;
+  /** Announce the device over mDNS as newer firmware does (src/simulator-mdns.ts). Multicast: off by default. */
+  mdns?: boolean;
   slowDelayMs?: number;
   /**
    * Every request is carried out when it arrives and answered this long after (the specification's response time is
@@ -192,6 +195,8 @@ export class DeviceSimulator {
   private readonly capacityKwh: number;
   private readonly firmware: string;
   private readonly advertisedIp: string;
+  private readonly mdnsWanted: boolean;
+  private mdnsResponder: MdnsResponder | undefined;
   private readonly slowDelayMs: number;
   private readonly latency: readonly [number, number];
   private readonly rejectEarly: boolean;
@@ -275,6 +280,7 @@ export class DeviceSimulator {
     this.blankIdentity = options.blankIdentity ?? false;
     this.firmware = options.firmware ?? SIMULATOR_DEFAULTS.firmware;
     this.advertisedIp = options.advertisedIp ?? advertisableAddress(this.host);
+    this.mdnsWanted = options.mdns ?? false;
     this.slowDelayMs = options.slowDelayMs ?? SIMULATOR_DEFAULTS.slowDelayMs;
     const latency = options.latencyMs ?? 0;
     this.latency = typeof latency === 'number' ? [latency, latency] : latency;
@@ -312,6 +318,9 @@ export class DeviceSimulator {
       await this.enqueue(() => this.listenHttp(this.requestedPort));
       if (this.fault === 'offline') await this.enqueue(() => this.closeHttp());
       if (this.requestedUdpPort !== null) await this.listenUdp(this.requestedUdpPort);
+      if (this.mdnsWanted) {
+        this.mdnsResponder = startMdnsResponder({ port: this.listeningPort, serialNumber: this.serialNumber, firmware: this.firmware });
+      }
     } catch (error) {
       await this.stop();
       throw error;
@@ -328,6 +337,7 @@ export class DeviceSimulator {
         const udp = this.udp;
         this.udp = undefined;
         if (udp) await new Promise<void>((resolve) => udp.close(() => resolve()));
+        await this.mdnsResponder?.stop();
       })();
     }
     return this.stopPromise;

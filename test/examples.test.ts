@@ -27,10 +27,11 @@ const CORE_NODES = [
   'function/10-function.js',
   'function/89-delay.js',
   'function/10-switch.js',
+  'common/25-catch.js',
 ].map(core);
 const MQTT_NODES = core('network/10-mqtt.js');
 const OUR_NODES = [deviceNode, readNode, writeNode, controlNode, infoNode, discoverNode, passwordNode];
-const CORE_TYPES = ['comment', 'inject', 'debug', 'function', 'delay', 'change', 'switch', 'mqtt out', 'mqtt in', 'mqtt-broker'];
+const CORE_TYPES = ['comment', 'inject', 'debug', 'function', 'delay', 'change', 'switch', 'catch', 'mqtt out', 'mqtt in', 'mqtt-broker'];
 
 const EXAMPLES = path.join(__dirname, '..', '..', 'examples');
 /** Node types of the other modules the examples may use, by the module's package.json. */
@@ -319,8 +320,9 @@ describe('examples', function () {
 });
 
 describe('Home Assistant (MQTT discovery) example', function () {
-  this.timeout(40000);
+  this.timeout(60000);
   const NAME = 'Home Assistant (MQTT discovery)';
+  const NODE_RED_STATUS = 'localbattery/node-red/status';
   let simulator: DeviceSimulator;
   let broker: TestBroker;
 
@@ -331,8 +333,8 @@ describe('Home Assistant (MQTT discovery) example', function () {
   });
 
   /** The example against the simulator and the test's broker; `armed` enables the nodes that write. */
-  async function run(armed: boolean) {
-    simulator = await startSimulator();
+  async function run(armed: boolean, simulatorOptions: Parameters<typeof startSimulator>[0] = {}) {
+    simulator = await startSimulator(simulatorOptions);
     broker = await startBroker();
     const { flow, credentials } = prepared(NAME, simulator, PASSWORD, armed);
     for (const node of flow) {
@@ -378,6 +380,9 @@ describe('Home Assistant (MQTT discovery) example', function () {
       });
       config.device.sw_version.should.be.a.String().and.not.be.empty();
       config.origin.name.should.be.a.String();
+      // Unavailable unless Node-RED (the broker configuration's birth and will) and the device both say online.
+      config.availability.should.eql([{ topic: NODE_RED_STATUS }, { topic: `localbattery/${serial}/availability` }]);
+      config.availability_mode.should.equal('all');
       if (component === 'sensor') {
         config.state_topic.should.equal(`localbattery/${serial}/state`);
         config.value_template.should.equal(`{{ value_json.${object} }}`);
@@ -417,6 +422,62 @@ describe('Home Assistant (MQTT discovery) example', function () {
     await broker.publish('homeassistant/status', 'online');
     await until(() => configs().length >= before * 2, 10000, 'discovery again after homeassistant/status online');
     simulator.stats.violations.should.be.empty();
+  });
+
+  /** What Home Assistant concludes from the retained availability topics: available only when all say online. */
+  function available(topics: string[]): boolean {
+    return topics.every((topic) => broker.published.filter((p) => p.topic === topic).at(-1)?.payload === 'online');
+  }
+  const lastOn = (topic: string) => broker.published.filter((p) => p.topic === topic).at(-1);
+
+  it('makes the entities unavailable during a device outage, and available when the device is back', async () => {
+    const { serial, configs } = await run(false);
+    const topics = JSON.parse(configs()[0].payload).availability.map((a: { topic: string }) => a.topic) as string[];
+    const deviceTopic = `localbattery/${serial}/availability`;
+    await until(() => available(topics), 10000, 'available after the first reading');
+    lastOn(deviceTopic)!.retain.should.be.true();
+    lastOn(NODE_RED_STATUS)!.retain.should.be.true();
+
+    simulator.setFault('offline');
+    await until(() => lastOn(deviceTopic)?.payload === 'offline', 15000, 'offline after the read node reports the outage');
+    available(topics).should.be.false();
+    lastOn(deviceTopic)!.retain.should.be.true();
+
+    simulator.setFault(null);
+    await until(() => available(topics), 20000, 'available again with the next reading');
+  });
+
+  it('makes the entities unavailable when the flow stops, and when Node-RED goes without a word (will)', async () => {
+    const { serial } = await run(false);
+    const topics = [NODE_RED_STATUS, `localbattery/${serial}/availability`];
+    await until(() => available(topics), 10000, 'available');
+    // Connection lost without DISCONNECT: the broker publishes Node-RED's will; on reconnecting, its birth.
+    const before = broker.published.length;
+    broker.dropClients();
+    await until(
+      () => broker.published.slice(before).some((p) => p.topic === NODE_RED_STATUS && p.payload === 'offline'),
+      10000,
+      'the will',
+    );
+    const will = broker.published.slice(before).find((p) => p.topic === NODE_RED_STATUS)!;
+    will.should.eql({ topic: NODE_RED_STATUS, payload: 'offline', retain: true });
+    await until(() => available(topics), 20000, 'the birth message after reconnecting');
+    // Flow stopped: the close message.
+    await helper.unload();
+    await until(() => lastOn(NODE_RED_STATUS)?.payload === 'offline', 10000, 'the close message');
+    available(topics).should.be.false();
+  });
+
+  it("takes the serial from point 0 when the device answers the maker's empty sn: no empty topic level, Control works", async () => {
+    const { serial, configs } = await run(true, { blankIdentity: true });
+    serial.should.not.be.empty();
+    for (const { topic } of configs()) topic.should.containEql(`/localbattery_${serial}/`);
+    broker.published.some((p) => p.topic.includes('//') || p.topic.includes('localbattery_/')).should.be.false();
+    await until(() => broker.published.some((p) => p.topic === `localbattery/${serial}/state`), 10000, 'a state');
+    await broker.publish(`localbattery/${serial}/control/set`, 'Charge');
+    await until(() => simulator.workingMode === 4 && simulator.controlState === 1, 15000, 'the simulator charging');
+    await broker.publish(`localbattery/${serial}/control/set`, 'Self-consumption');
+    await until(() => simulator.workingMode === 1, 15000, 'working mode 1 again');
   });
 
   it('does not touch the battery until armed', async () => {

@@ -13,6 +13,8 @@ export interface TestBroker {
   subscriptions: string[];
   /** Publishes as the broker itself, as Home Assistant would through it. */
   publish(topic: string, payload: string): Promise<void>;
+  /** Drops every client's connection without a DISCONNECT, as a crash or a lost network would: wills go out. */
+  dropClients(): void;
   stop(): Promise<void>;
 }
 
@@ -28,6 +30,9 @@ export async function startBroker(): Promise<TestBroker> {
     if (client) published.push({ topic: packet.topic, payload: packet.payload.toString(), retain: packet.retain });
   });
   aedes.on('subscribe', (subs) => subscriptions.push(...subs.map((sub) => sub.topic)));
+  const clients = new Set<{ conn: { destroy(): void } }>();
+  aedes.on('client', (client) => clients.add(client));
+  aedes.on('clientDisconnect', (client) => clients.delete(client));
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(0, '127.0.0.1', () => resolve());
@@ -42,6 +47,9 @@ export async function startBroker(): Promise<TestBroker> {
           error ? reject(error) : resolve(),
         ),
       ),
+    dropClients: () => {
+      for (const client of clients) client.conn.destroy();
+    },
     stop: async () => {
       await new Promise<void>((resolve) => aedes.close(() => resolve()));
       await new Promise<void>((resolve) => server.close(() => resolve()));

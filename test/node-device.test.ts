@@ -379,6 +379,26 @@ describe('localbattery-device config node', function () {
         should(res.body.error.code).equal('INVALID_VALUE');
         should(simulator.stats.udpQueries).equal(0);
       });
+
+      it('answers an unknown search method with 400, sending nothing', async function () {
+        simulator = await startSimulator({ udpPort: 0 });
+        await helper.load(nodes, []);
+        const res = await helper.request().post('/localbattery/discover').send({ port: simulator.udpPort, method: 'dns' }).expect(400);
+        should(res.body.error.code).equal('INVALID_VALUE');
+        should(res.body.error.message).match(/discovery method/);
+        should(simulator.stats.udpQueries).equal(0);
+      });
+
+      it('tells which search saw each device', async function () {
+        simulator = await startSimulator({ udpPort: 0, ...IDENTITY });
+        await helper.load(nodes, []);
+        const res = await helper
+          .request()
+          .post('/localbattery/discover')
+          .send({ target: '127.0.0.1', port: simulator.udpPort, listenMs: 500, method: 'udp' })
+          .expect(200);
+        should(res.body.devices.map((d: { sources: string[] }) => d.sources)).eql([['udp']]);
+      });
     });
   });
 

@@ -122,6 +122,7 @@ describe('localbattery-discover node', function () {
     ['msg.listenTime below 0.5 s', { listenTime: 0.1 }],
     ['msg.listenTime above 60 s', { listenTime: 61 }],
     ['msg.target that is not text', { target: 42 }],
+    ['msg.method that is not a search', { method: 'dns' }],
   ] as const) {
     it(`rejects ${name} without sending`, async function () {
       await helper.load(nodes, flow({ port: simulator.udpPort }));
@@ -134,6 +135,23 @@ describe('localbattery-discover node', function () {
       should(lastStatus(helper.getNode('disc'))).eql({ fill: 'red', shape: 'ring', text: 'invalid value' });
     });
   }
+
+  it('takes the search method from the settings and msg.method; with a target it asks over UDP only, and says so', async function () {
+    await helper.load(nodes, flow({ port: simulator.udpPort, method: 'udp' }));
+    const disc = helper.getNode('disc');
+    const all = received('all');
+    disc.receive({});
+    await until(() => all.length === 1, 3000, 'the udp scan');
+    should(all[0].payload.map((d: { sn: string; sources: string[] }) => [d.sn, d.sources])).eql([[IDENTITY.serialNumber, ['udp']]]);
+    disc.receive({ method: 'mdns' });
+    await until(() => all.length === 2, 3000, 'the mdns scan');
+    should(all[1].payload.map((d: { sources: string[] }) => d.sources)).eql([['udp']]);
+    const warnings = (disc.warn as unknown as { getCalls(): { thisValue: unknown; args: unknown[] }[] })
+      .getCalls()
+      .filter((call) => call.thisValue === disc)
+      .map((call) => String(call.args[0]));
+    should(warnings).eql(['Discovery: mDNS searches the whole network; with a target the scan asks over UDP only']);
+  });
 
   it('shows invalid settings at start and sends nothing on input', async function () {
     await helper.load(nodes, flow({ port: 70000 }));

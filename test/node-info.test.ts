@@ -61,7 +61,10 @@ describe('localbattery-info node', function () {
     should(Math.abs(Date.parse(p.date) - Date.now())).be.below(5000);
     should(p.utcOffset).equal(330);
     should(p.uptime).equal(`${p.run_time}s`);
+    should(p).have.properties({ serial: IDENTITY.serialNumber, serialSource: 'sn' });
     should(simulator.stats.byOperation['Sys.GetConfig']).equal(1);
+    // With a serial in Sys.GetConfig, point 0 is not read.
+    should(simulator.stats.requests).equal(1);
 
     // The config node reports the connection to every user, then the node shows what it got.
     should(statusesOf(info)).eql([
@@ -87,8 +90,23 @@ describe('localbattery-info node', function () {
     should(p).have.properties({ sn: '', hostname: '', type: 'CMS-BK1600', fw: firmware, timezone: 480, utcOffset: 480 });
     should(p.localTime).match(/\+08:00$/);
     should(p.macAddress).match(/^([0-9a-f]{2}:){5}[0-9a-f]{2}$/);
+    // The identifier comes from point 0 instead, so topics and ids never have an empty level.
+    should(p).have.properties({ serial: String(simulator.value(0)), serialSource: 'point0' });
+    should(p.serial).not.be.empty();
     should(errors).equal(0);
     should(lastStatus(info)).eql({ fill: 'green', shape: 'dot', text: `CMS-BK1600 · ${firmware}` });
+  });
+
+  it('takes the MAC as the identifier when sn is empty and point 0 is not served', async function () {
+    simulator = await startSimulator({ blankIdentity: true, unsupported: [0] });
+    const { flow: nodesFlow, credentials } = flow(simulator);
+    await helper.load(nodes, nodesFlow, credentials);
+    const output = nextInput(helper.getNode('out'));
+    helper.getNode('info1').receive({});
+    const p = (await output).payload;
+    should(p.sn).equal('');
+    should(p).have.properties({ serial: p.mac.toUpperCase(), serialSource: 'mac' });
+    should(p.serial).match(/^[0-9A-F]{12}$/);
   });
 
   it('sends a wrong password to Catch with the error code, and shows it', async function () {

@@ -34,6 +34,8 @@ Options:
   --serial <text>             serial number (default ${SIMULATOR_DEFAULTS.serialNumber})
   --type <text>               device type that Sys.GetConfig reports (default ${SIMULATOR_DEFAULTS.type})
   --blank-identity            Sys.GetConfig with empty sn and hostname, as in the maker's example
+  --mdns                      announce the device over mDNS (_http._tcp, instance IGEN_FW_<serial>), as newer
+                              firmware does; multicast reaches the whole LAN
   --firmware <text>           firmware version string
   --advertised-ip <address>   IP address the discovery answer names (default: the host)
   --min-interval <ms>         minimum request interval recorded as violations (default ${SIMULATOR_DEFAULTS.minIntervalMs})
@@ -74,6 +76,10 @@ export function parseSimulatorArgs(argv: readonly string[]): SimulatorCommand {
     }
     if (arg === '--blank-identity') {
       options.blankIdentity = true;
+      continue;
+    }
+    if (arg === '--mdns') {
+      options.mdns = true;
       continue;
     }
     if (arg === '--reject-early') {
