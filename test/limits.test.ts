@@ -162,6 +162,15 @@ describe('charge and discharge limits', function () {
       should((await out).value).equal(LIMIT);
     });
 
+    it('a configuration of an earlier version keeps its single power limit for both; each limit set overrides it', async () => {
+      simulator = await startSimulator();
+      const old = deviceConfig(simulator, 'old', { powerLimit: '1000' });
+      const mixed = deviceConfig(simulator, 'mixed', { powerLimit: '1000', dischargeLimit: '800' });
+      await helper.load(nodes, [old.node, mixed.node], { ...old.credentials, ...mixed.credentials });
+      should(helper.getNode('old').client.limits).eql({ chargeLimit: 1000, dischargeLimit: 1000 });
+      should(helper.getNode('mixed').client.limits).eql({ chargeLimit: 1000, dischargeLimit: 800 });
+    });
+
     it('the control node refuses a setpoint above the limit and sends one within it', async () => {
       await load();
       const caught = nextInput(helper.getNode('caught'));
