@@ -4,11 +4,44 @@
  */
 import should from 'should';
 import { loadEditorScript, text, until } from './node-support';
-import { DEVICES, VERDICTS, describeRow, runtimeVerdict } from './verdicts';
+import * as rules from '../src/editor-rules';
+import { DEVICES, VERDICTS, describeRow, runtimeVerdict, type Verdict } from './verdicts';
+
+/** The verdict of the rules module itself (as the editors call it), run in Node. */
+function rulesVerdict(row: Verdict): boolean {
+  const device = typeof row.node?.device === 'string' ? DEVICES[row.node.device] : undefined;
+  const limits = rules.limitsOf(device);
+  switch (row.type) {
+    case 'localbattery-control':
+      return !rules.controlProblems({ [row.field]: row.value }, limits)[row.field];
+    case 'localbattery-device':
+      return !rules.deviceProblems({ [row.field]: row.value })[row.field];
+    case 'localbattery-write': {
+      const value = row.node?.valueType === 'json' ? JSON.parse(row.value) : row.value;
+      return rules.writeProblem(row.node?.point, value, limits) === null;
+    }
+    case 'localbattery-read':
+      return rules.deadBandProblem(row.value) === null;
+    default:
+      return rules.passwordProblem(row.value) === null;
+  }
+}
 
 describe('one validator for the editor and the runtime', function () {
   it('the runtime gives each input of the table its verdict', function () {
     for (const row of VERDICTS) should(runtimeVerdict(row)).equal(row.valid, describeRow(row));
+  });
+
+  it('the rules module the editors run gives the same verdicts', function () {
+    for (const row of VERDICTS) should(rulesVerdict(row)).equal(row.valid, describeRow(row));
+    // ${NAME} is left to the runtime; a limit from the environment is not taken for 2400 W.
+    should(rules.numberProblem('port', '${PORT}')).be.null();
+    should(rules.numberProblem('port', '0x50')).match(/port/);
+    should(rules.limitsOf({ chargeLimit: '${LIMIT}', dischargeLimit: '900' })).eql({ chargeLimit: 10800, dischargeLimit: 900 });
+    should(rules.limitsOf({ powerLimit: '${LIMIT}', dischargeLimit: '900' })).eql({ chargeLimit: 10800, dischargeLimit: 900 });
+    should(rules.allowedText('feedInPowerLimitSetting', { chargeLimit: 1200, dischargeLimit: 800 })).equal('an integer from 50 to 800 W');
+    should(rules.pointsProblem(['batterySoc', 6000])).be.null();
+    should(rules.pointsProblem(['noSuchPoint'])).match(/points/);
   });
 
   it('the editors, running the served rules, give the same verdicts', async function () {
