@@ -105,11 +105,11 @@ export = function (RED: NodeAPI) {
     }
 
     const life = serveDevice(node, device, missing, handle);
-    // Every setting is checked now, with the device's power limit, so a wrong one shows before the first message.
+    // Every setting is checked now, with the device's limits, so a wrong one shows before the first message.
     let configError: Error | undefined;
     if (life.session) {
       try {
-        const settings = controlSettings(def, life.session.limits.powerLimit);
+        const settings = controlSettings(def, life.session.limits);
         const run = new RealTimeController(life.session, settings, () =>
           status({ fill: 'blue', shape: 'ring', text: RED._('localbattery-control.status.switching') }),
         );

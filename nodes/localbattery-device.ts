@@ -4,15 +4,17 @@
  * its one request queue (src/scheduler.ts). Pushes the connection state to the users' status and serves the editor's
  * admin routes.
  */
+import fs from 'node:fs';
+import path from 'node:path';
 import type { Node, NodeAPI, NodeDef, NodeStatus } from 'node-red';
 import type { Request, Response } from 'express';
-import { POWER_LIMIT, validatePowerLimit } from '../src/catalogue';
 import type { AuthMode } from '../src/auth';
 import { DEFAULTS, DeviceClient, type ClientOptions, type ClientSession, type ConnectionState } from '../src/client';
 import { discoverDevices, parseMethod } from '../src/discovery';
 import { ValidationError } from '../src/errors';
 import { decimalNumber } from '../src/numbers';
-import { NUMBER_RULES, describeInputs, editorCatalogueJson, numberIn } from '../src/inputs';
+import { deviceInputs, deviceLimits, editorCatalogueJson } from '../src/inputs';
+import { normaliseHost } from '../src/scheduler';
 import { describeError } from './shared';
 
 interface DeviceDef extends NodeDef {
@@ -23,7 +25,10 @@ interface DeviceDef extends NodeDef {
   namespace: string;
   minInterval: string | number;
   timeout: string | number;
-  powerLimit: string | number;
+  chargeLimit: string | number;
+  dischargeLimit: string | number;
+  /** The single limit of earlier versions: stands in for an empty charge or discharge limit. */
+  powerLimit?: string | number;
 }
 
 interface DeviceCredentials {
@@ -33,37 +38,11 @@ interface DeviceCredentials {
 /** The editor shows this in place of a stored password it does not know. */
 const STORED_PASSWORD = '__PWRD__';
 
-/** The device settings, each checked by the rule the editor gets from the catalogue route. */
-const deviceInputs = describeInputs({
-  port: { setting: 'port', fallback: DEFAULTS.port, absent: isBlank, parse: numberIn(NUMBER_RULES.port) },
-  minIntervalMs: {
-    setting: 'minInterval',
-    label: 'minimum interval',
-    fallback: DEFAULTS.minIntervalMs,
-    absent: isBlank,
-    parse: numberIn(NUMBER_RULES.minInterval),
-  },
-  timeoutMs: {
-    setting: 'timeout',
-    label: 'time-out',
-    fallback: DEFAULTS.timeoutMs,
-    absent: isBlank,
-    parse: numberIn(NUMBER_RULES.timeout),
-  },
-  powerLimit: {
-    setting: 'powerLimit',
-    label: 'power limit',
-    fallback: POWER_LIMIT.default,
-    absent: isBlank,
-    parse: (value, field) => validatePowerLimit(decimalNumber(value) ?? value, field),
-  },
-});
-
-function isBlank(value: unknown): boolean {
-  return value === undefined || value === null || value === '';
-}
+/** The fields of an editor request in which `${NAME}` is put in: those whose editor takes it (the rest go as typed). */
+const ENV_FIELDS = ['host', 'port', 'namespace', 'minInterval', 'timeout', 'chargeLimit', 'dischargeLimit', 'powerLimit'];
 
 function optionsFrom(settings: Partial<Record<keyof DeviceDef, unknown>>, password: string | undefined): ClientOptions {
+  // The same description the editor runs (src/inputs.ts, built for the browser).
   const { values, error } = deviceInputs.deploy(settings);
   if (error) throw error;
   const text = (value: unknown, fallback: string) => (typeof value === 'string' && value !== '' ? value : fallback);
@@ -77,8 +56,27 @@ function optionsFrom(settings: Partial<Record<keyof DeviceDef, unknown>>, passwo
     namespace: typeof settings.namespace === 'string' ? settings.namespace : DEFAULTS.namespace,
     minIntervalMs: values.minIntervalMs,
     timeoutMs: values.timeoutMs,
-    powerLimit: values.powerLimit,
+    ...deviceLimits(values),
   };
+}
+
+/**
+ * `error` with every value put in for an environment variable replaced by its `${NAME}` in the message: an editor
+ * request must not read environment values back through an error text (previews are cut short, hosts lower-cased).
+ */
+function scrubbed(error: unknown, substituted: readonly { name: string; value: string }[]): unknown {
+  const original = (error as { message?: unknown } | null)?.message;
+  if (typeof original !== 'string' || substituted.length === 0) return error;
+  let message = original;
+  const forms = substituted.flatMap(({ name, value }) =>
+    [value, value.toLowerCase(), JSON.stringify(value).slice(1, -1), value.slice(0, 60)]
+      .filter((form) => form.length > 0)
+      .map((form) => ({ form, name })),
+  );
+  // Longest first, so that a value inside another is not replaced before the other.
+  for (const { form, name } of forms.sort((a, b) => b.form.length - a.form.length)) message = message.split(form).join(`\${${name}}`);
+  const { code, status } = error as { code?: string; status?: number };
+  return { message, code, status };
 }
 
 /** `${NAME}` as a whole value: Node-RED's form of an environment variable in node properties. */
@@ -178,6 +176,12 @@ export = function (RED: NodeAPI) {
     res.json(editorCatalogueJson());
   });
 
+  // The runtime's rule functions built for the browser (src/editor-rules.ts): the editor validates with them.
+  const rulesScript = fs.readFileSync(path.join(__dirname, '..', 'src', 'editor-rules.browser.js'), 'utf8');
+  RED.httpAdmin.get('/localbattery/rules.js', read, (_req: Request, res: Response) => {
+    res.type('application/javascript').send(rulesScript);
+  });
+
   RED.httpAdmin.post('/localbattery/discover', write, async (req: Request, res: Response) => {
     const warnings: string[] = [];
     const body = bodyOf(req);
@@ -200,27 +204,61 @@ export = function (RED: NodeAPI) {
     return body && typeof body === 'object' ? (body as Record<string, unknown>) : {};
   }
 
-  /** Settings from the editor, with the stored password of node `id` where the editor sent the placeholder. */
-  function editorOptions(body: Record<string, unknown>, passwordField: string): ClientOptions {
+  /**
+   * A client for settings from the editor, and a scrubber for its error texts. `${NAME}` is put in only in ENV_FIELDS;
+   * the stored password of node `id` (for the placeholder or an empty field), and `${NAME}` in the password field, only
+   * towards that configuration's own host and port: a request that names another host gets no stored secret.
+   */
+  function editorClient(
+    body: Record<string, unknown>,
+    passwordField: string,
+  ): { client?: DeviceClient; scrub: (error: unknown) => unknown } {
     const deployed = typeof body.id === 'string' ? RED.nodes.getNode(body.id) : null;
     // Only a device configuration's own password: any other node's secret must not go to a host the request names.
-    const own = deployed?.type === 'localbattery-device' ? deployed : null;
-    let password: unknown = typeof body[passwordField] === 'string' ? body[passwordField] : '';
-    if ((password === STORED_PASSWORD || password === '') && own) {
-      password = (RED.nodes.getCredentials(own.id) as DeviceCredentials | undefined)?.password ?? '';
+    const own = deployed?.type === 'localbattery-device' ? (deployed as Node & { client?: DeviceClient }) : null;
+    const substituted: { name: string; value: string }[] = [];
+    const expand = (value: unknown): unknown => {
+      const name = typeof value === 'string' ? ENV_VAR.exec(value)?.[1] : undefined;
+      if (name === undefined) return value;
+      const resolved = util.getSetting(own, name);
+      if (resolved === undefined) return value;
+      substituted.push({ name, value: typeof resolved === 'string' ? resolved : JSON.stringify(resolved) });
+      return resolved;
+    };
+    const scrub = (error: unknown) => scrubbed(error, substituted);
+    try {
+      const settings = { ...body };
+      for (const field of ENV_FIELDS) settings[field] = expand(body[field]);
+      const options = optionsFrom(settings, '');
+      const stored = own?.client;
+      const sameTarget =
+        stored !== undefined && normaliseHost(options.host) === stored.host && (options.port ?? DEFAULTS.port) === stored.port;
+      const typed = body[passwordField];
+      let password = typeof typed === 'string' ? typed : '';
+      if (!sameTarget) {
+        // The placeholder stands for a secret this request may not have; `${NAME}` stays as typed.
+        if (password === STORED_PASSWORD) password = '';
+      } else {
+        if (password === STORED_PASSWORD || password === '') {
+          password = (RED.nodes.getCredentials(own!.id) as DeviceCredentials | undefined)?.password ?? '';
+        }
+        password = textOf(expand(password)) ?? '';
+      }
+      return { client: new DeviceClient({ ...options, password }), scrub };
+    } catch (error) {
+      throw scrub(error);
     }
-    const settings = Object.fromEntries(Object.entries(body).map(([key, value]) => [key, withEnv(value, own)]));
-    return optionsFrom(settings, textOf(withEnv(password, own)) ?? '');
   }
 
   // The editor's clients join the device's queue like any other, so they never overlap a running flow's requests.
   RED.httpAdmin.post('/localbattery/test', write, async (req: Request, res: Response) => {
     let client: DeviceClient | undefined;
+    let scrub = (error: unknown) => error;
     try {
-      client = new DeviceClient(editorOptions(bodyOf(req), 'password'));
-      res.json(await client.testConnection());
+      ({ client, scrub } = editorClient(bodyOf(req), 'password'));
+      res.json(await client!.testConnection());
     } catch (error) {
-      res.status(400).json({ error: describeError(error) });
+      res.status(400).json({ error: describeError(scrub(error)) });
     } finally {
       client?.close();
     }
@@ -228,14 +266,15 @@ export = function (RED: NodeAPI) {
 
   RED.httpAdmin.post('/localbattery/set-password', write, async (req: Request, res: Response) => {
     let client: DeviceClient | undefined;
+    let scrub = (error: unknown) => error;
     try {
       const body = bodyOf(req);
-      client = new DeviceClient(editorOptions(body, 'currentPassword'));
+      ({ client, scrub } = editorClient(body, 'currentPassword'));
       // Anything but text (an object would become "[object Object]") is left for the password check to refuse.
-      await client.changePassword(typeof body.newPassword === 'string' ? body.newPassword : '');
+      await client!.changePassword(typeof body.newPassword === 'string' ? body.newPassword : '');
       res.json({ result: true });
     } catch (error) {
-      res.status(400).json({ error: describeError(error) });
+      res.status(400).json({ error: describeError(scrub(error)) });
     } finally {
       client?.close();
     }

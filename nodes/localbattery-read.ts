@@ -3,12 +3,11 @@
  * interval, and sends them as one object (by name or address) or as one message per point.
  */
 import type { Node, NodeAPI, NodeDef, NodeMessage } from 'node-red';
-import { describeValue, readPointByAddress, resolveReadAddresses, type DecodedValue } from '../src/catalogue';
+import { describeValue, readPointByAddress, type DecodedValue } from '../src/catalogue';
 import { homeAssistantSensor, type HomeAssistantSensor } from '../src/home-assistant';
 import type { ReadResult } from '../src/client';
-import { DeviceError, ValidationError } from '../src/errors';
-import { decimalNumber } from '../src/numbers';
-import { NUMBER_RULES, describeInputs, numberIn } from '../src/inputs';
+import { DeviceError } from '../src/errors';
+import { NUMBER_RULES, describeInputs, numberIn, parseDeadBand, pointList, type DeadBand } from '../src/inputs';
 import { deviceOf, errorStatus, sessionOf, timeOfDay, keepErrorCodes } from './shared';
 
 type OutputMode = 'object' | 'address' | 'split';
@@ -46,48 +45,6 @@ function alignedTime(time: number, stepMs: number): number {
  * A property of the module so that a test can shorten it; nothing in the editor sets it.
  */
 const pollBackoff = { maxMs: 60000 };
-
-interface DeadBand {
-  /** For every numeric point without its own. */
-  all: number;
-  /** By point key (name, or address for an extra address). */
-  byPoint: Map<string, number>;
-}
-
-/** "20" (every numeric point), "batterySoc=1", or both comma-separated; empty: none. */
-function parseDeadBand(value: unknown, keyOf: (address: number) => string): DeadBand {
-  const band: DeadBand = { all: 0, byPoint: new Map() };
-  const allowed = 'a number of at least 0 for every numeric point and/or point=number entries, comma-separated, e.g. "20, batterySoc=1"';
-  const text = typeof value === 'string' || typeof value === 'number' ? String(value) : '';
-  for (const entry of text
-    .split(',')
-    .map((s) => s.trim())
-    .filter((s) => s !== '')) {
-    const [point, amount] = entry.includes('=') ? entry.split('=').map((s) => s.trim()) : [undefined, entry];
-    const size = decimalNumber(amount);
-    if (size === undefined || size < 0) throw new ValidationError('dead band', value, allowed);
-    if (point === undefined) band.all = size;
-    else
-      for (const address of resolveReadAddresses([/^\d+$/.test(point) ? Number(point) : point], 'dead band'))
-        band.byPoint.set(keyOf(address), size);
-  }
-  return band;
-}
-
-/** A list of read point names or addresses: an array, or the same as a comma-separated string. */
-function pointList(value: unknown, field: string): number[] {
-  const list =
-    typeof value === 'string'
-      ? value
-          .split(',')
-          .map((s) => s.trim())
-          .filter((s) => s !== '')
-      : value;
-  if (!Array.isArray(list)) {
-    throw new ValidationError(field, value, 'an array of read point names or addresses, or a comma-separated string of them');
-  }
-  return resolveReadAddresses(list, field);
-}
 
 /** The read node's inputs; the dead band is checked apart, as its point keys depend on the output mode. */
 const readInputs = describeInputs({

@@ -15,16 +15,33 @@
         readByName: {},
         readByAddress: {},
         writeByName: {},
-        /** Upper bound of write point `p` for device configuration `deviceId`: its power limit for power points. */
-        upperBound: function (p, deviceId) {
+        /**
+         * The runtime's own rule functions (src/editor-rules.ts, built for the browser and served by the package's
+         * rules route), or null until they have arrived. Each check gives null for a value the runtime takes.
+         */
+        rules: null,
+        /** The charge and discharge limits the runtime will use for device configuration `deviceId` (the rules' limitsOf). */
+        limits: function (deviceId) {
             var device = deviceId ? RED.nodes.node(deviceId) : null;
-            var limit = device ? Number(device.powerLimit) : NaN;
-            return p.powerLimited && device && device.powerLimit !== '' && Number.isInteger(limit) ? limit : p.max;
+            return shared.rules ? shared.rules.limitsOf(device) : null;
         },
-        /** The catalogue's words for what `p` accepts, with the device's power limit as the upper bound. */
+        /** Upper bound of write point `p` for device configuration `deviceId`: its limit for power points. */
+        upperBound: function (p, deviceId) {
+            var limits = shared.limits(deviceId);
+            if (!p.powerLimited || !limits) {
+                return p.max;
+            }
+            if (p.powerLimited === 'charge') {
+                return limits.chargeLimit;
+            }
+            if (p.powerLimited === 'discharge') {
+                return limits.dischargeLimit;
+            }
+            return Math.max(limits.chargeLimit, limits.dischargeLimit);
+        },
+        /** The runtime's words for what `p` accepts, with the device's limits. */
         allowedText: function (p, deviceId) {
-            var max = shared.upperBound(p, deviceId);
-            return max === p.max ? p.allowed : p.allowed.replace(' to ' + p.max, ' to ' + max);
+            return shared.rules ? shared.rules.allowedText(p.name, shared.limits(deviceId)) : p.allowed;
         },
         /** The runtime's rule `name` ({min, max, integer, off, unit}, src/inputs.ts), or null until the catalogue has arrived. */
         rule: function (name) {
@@ -32,34 +49,11 @@
         },
         /** `v` as a number where the runtime reads one (src/numbers.ts: decimal only, "0x32" is not 50), else undefined. */
         decimalNumber: function (v) {
-            if (typeof v === 'number') {
-                return isFinite(v) ? v : undefined;
-            }
-            if (typeof v !== 'string' || !shared.data) {
-                return undefined;
-            }
-            var rules = shared.data.rules;
-            var text = v.trim();
-            if (!new RegExp(rules.decimalPattern, rules.decimalFlags).test(text)) {
-                return undefined;
-            }
-            var n = Number(text);
-            return isFinite(n) ? n : undefined;
+            return shared.rules ? shared.rules.decimalNumber(v) : undefined;
         },
-        /** Whether `v` passes the runtime's number rule `name` (as numberIn in src/inputs.ts); true until the rules arrive. */
+        /** Whether `v` passes the runtime's number rule `name` (numberIn in src/inputs.ts); true until the rules arrive. */
         fitsRule: function (name, v) {
-            var rule = shared.rule(name);
-            if (!rule) {
-                return true;
-            }
-            if (rule.off && (v === undefined || v === null || String(v).trim() === '')) {
-                return true;
-            }
-            var n = shared.decimalNumber(v);
-            if (rule.off && n === 0) {
-                return true;
-            }
-            return n !== undefined && n >= rule.min && n <= rule.max && (!rule.integer || Number.isInteger(n));
+            return !shared.rules || shared.rules.numberProblem(name, v) === null;
         },
         /** Fetches the catalogue once (again after a failure); `type`'s nodes are validated again when it arrives. */
         load: function (type) {
@@ -67,36 +61,44 @@
                 dependentTypes[type] = true;
             }
             if (!loading) {
-                loading = $.getJSON('localbattery/catalogue').then(
-                    function (data) {
-                        data.read.forEach(function (p) {
-                            shared.readByName[p.name] = p;
-                            shared.readByAddress[p.address] = p;
+                // The catalogue, then the rules: both come from this package's routes, with the editor's credentials.
+                loading = $.getJSON('localbattery/catalogue')
+                    .then(function (data) {
+                        return $.ajax({ url: 'localbattery/rules.js', dataType: 'script', cache: true }).then(function () {
+                            return data;
                         });
-                        data.write.forEach(function (p) {
-                            shared.writeByName[p.name] = p;
-                        });
-                        shared.data = data;
-                        var changed = false;
-                        var revalidate = function (n) {
-                            if (dependentTypes[n.type]) {
-                                RED.editor.validateNode(n);
-                                n.dirty = true;
-                                changed = true;
+                    })
+                    .then(
+                        function (data) {
+                            shared.rules = window.localBatteryRules;
+                            data.read.forEach(function (p) {
+                                shared.readByName[p.name] = p;
+                                shared.readByAddress[p.address] = p;
+                            });
+                            data.write.forEach(function (p) {
+                                shared.writeByName[p.name] = p;
+                            });
+                            shared.data = data;
+                            var changed = false;
+                            var revalidate = function (n) {
+                                if (dependentTypes[n.type]) {
+                                    RED.editor.validateNode(n);
+                                    n.dirty = true;
+                                    changed = true;
+                                }
+                            };
+                            RED.nodes.eachNode(revalidate);
+                            RED.nodes.eachConfig(revalidate);
+                            if (changed) {
+                                RED.view.redraw(true);
                             }
-                        };
-                        RED.nodes.eachNode(revalidate);
-                        RED.nodes.eachConfig(revalidate);
-                        if (changed) {
-                            RED.view.redraw(true);
-                        }
-                        return data;
-                    },
-                    function (xhr) {
-                        loading = null;
-                        return $.Deferred().reject(xhr).promise();
-                    },
-                );
+                            return data;
+                        },
+                        function (xhr) {
+                            loading = null;
+                            return $.Deferred().reject(xhr).promise();
+                        },
+                    );
             }
             return loading;
         },

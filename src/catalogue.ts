@@ -62,8 +62,8 @@ export interface WritePoint {
   readAs?: string;
   /** Added to a written value to give what the paired read point reports, where the two differ (grid charging). */
   readValueOffset?: number;
-  /** A power point whose upper bound is the device's power limit (see POWER_LIMIT); `max` is the specification's. */
-  powerLimited?: true;
+  /** A power point whose upper bound is one of the device's limits (see PowerDirection); `max` is the specification's. */
+  powerLimited?: PowerDirection;
 }
 
 export type Point = ReadPoint | WritePoint;
@@ -80,6 +80,7 @@ export const WORKING_MODES: EnumOption[] = [
 const SOURCE_MAKER_1600 = "maker's point table, BK1600/BK1600Ultra tab (INDEVOLT/indevolt-doc, docs/hardware/geek/open-data.md)";
 const SOURCE_HA_GEN1 = 'Home Assistant core indevolt test fixture gen_1.json (BK1600)';
 const SOURCE_INDEVOLT_API = 'Xirt/indevolt-api const.py';
+const SOURCE_MAKER_LIMITS = "maker's point table (INDEVOLT/indevolt-doc), points 114 and 115 (field notes: limits the device reports)";
 
 /** Working modes as read (7101): the specification's, plus 0 that the 1600 class reports. */
 const READ_WORKING_MODES: EnumOption[] = [
@@ -107,18 +108,29 @@ const STANDBY = 0;
 export const MAX_ADDRESSES_PER_READ = 50;
 
 /**
- * The power limit, in W, that bounds the power points (47016, 1147, 1146, 1138; `powerLimited`) from above.
- * `default` is the specification's 2400 W; `max` the 10 800 W the maker's Home Assistant integration allows for
- * a cluster; `min` the 800 W discharge limit of the 1600 class, the smallest model class the sources know, so
- * that no limit shuts out a power every model accepts. Pass `{ powerLimit }` as `limits` to validateWrite,
- * validateWriteValue and describeAllowed; without it they keep the specification's bounds.
+ * The range of each of the device configuration's two power limits, in W: the charge limit bounds the power of a
+ * charge, the discharge limit that of a discharge (and the power points of each direction, see `powerLimited`).
+ * `default` is the specification's 2400 W; `max` the 10 800 W the maker's Home Assistant integration allows for a
+ * cluster; `min` the 800 W discharge limit of the 1600 class, the smallest limit the sources know, so that no limit
+ * shuts out a power every model accepts. Pass `{ chargeLimit, dischargeLimit }` as `limits` to validateWrite,
+ * validateWriteValue and describeAllowed; without them they keep the specification's bounds.
  */
 export const POWER_LIMIT = { default: 2400, min: 800, max: 10800, unit: 'W' } as const;
 
-export interface WriteLimits {
-  /** Upper bound in W for the power points, from POWER_LIMIT.min to POWER_LIMIT.max. */
-  powerLimit?: number;
+/** The device's charge and discharge limits in W, each from POWER_LIMIT.min to POWER_LIMIT.max. */
+export interface PowerLimits {
+  chargeLimit: number;
+  dischargeLimit: number;
 }
+
+export type WriteLimits = Partial<PowerLimits>;
+
+/**
+ * Which limit bounds a power point: 'charge' (power into the battery), 'discharge' (power out of it), or 'larger'
+ * for a power that serves either direction (47016 written alone applies to whatever state is in force, which the
+ * client cannot know for sure when it sends: the three-value write of 47015 gets the state's own limit).
+ */
+export type PowerDirection = 'charge' | 'discharge' | 'larger';
 
 /** What the model classes accept beyond the point bounds, from the maker's tables (BK1600 tab) and the integrations. */
 export const MODEL_CLASSES: Record<ModelClass, { label: string; maxChargePower: number; maxDischargePower: number; source: string }> = {
@@ -398,6 +410,26 @@ export const READ_POINTS: readonly ReadPoint[] = [
       source: `${SOURCE_INDEVOLT_API} (READ_REALTIME_POWER_LIMIT); ${SOURCE_HA_GEN1}`,
     },
   ]),
+  ...beyondSpec('Device limits (beyond spec)', 'num', [
+    {
+      address: 114,
+      name: 'maxChargePower',
+      label: 'Maximum charge power',
+      unit: 'W',
+      models: ['2000', '1600'],
+      source: SOURCE_MAKER_LIMITS,
+      note: 'What the device itself allows; Test connection offers it as the charge limit. The source names no model class.',
+    },
+    {
+      address: 115,
+      name: 'maxDischargePower',
+      label: 'Maximum discharge power',
+      unit: 'W',
+      models: ['2000', '1600'],
+      source: SOURCE_MAKER_LIMITS,
+      note: 'What the device itself allows; Test connection offers it as the discharge limit. The source names no model class.',
+    },
+  ]),
   ...beyondSpec('Temperatures (beyond spec)', 'num', [
     {
       address: 7600,
@@ -571,7 +603,7 @@ export const WRITE_POINTS: readonly WritePoint[] = [
       min: 50,
       max: 2400,
       realTimeOnly: true,
-      powerLimited: true,
+      powerLimited: 'larger',
     },
     { address: 47017, name: 'controlSoc', label: 'SOC setting', type: 'uint', unit: '%', min: 5, max: 100, realTimeOnly: true },
   ]),
@@ -585,7 +617,7 @@ export const WRITE_POINTS: readonly WritePoint[] = [
       min: 50,
       max: 2400,
       readAs: 'maxAcOutputPower',
-      powerLimited: true,
+      powerLimited: 'discharge',
     },
     {
       address: 1146,
@@ -596,7 +628,7 @@ export const WRITE_POINTS: readonly WritePoint[] = [
       min: 50,
       max: 2400,
       readAs: 'feedInPowerLimit',
-      powerLimited: true,
+      powerLimited: 'discharge',
     },
     {
       address: 1143,
@@ -616,7 +648,7 @@ export const WRITE_POINTS: readonly WritePoint[] = [
       min: 100,
       max: 2400,
       readAs: 'inverterInputLimit',
-      powerLimited: true,
+      powerLimited: 'charge',
     },
     {
       address: 1,
@@ -755,14 +787,22 @@ export function formatHourMinute(value: number): string {
   return `${String(hour).padStart(2, '0')}:${String(minute).padStart(2, '0')}`;
 }
 
-/** The upper bound of a write point: the power limit for power points where `limits` gives one. */
-function upperBound(point: WritePoint, limits?: WriteLimits): number | undefined {
-  if (point.powerLimited && limits?.powerLimit !== undefined) return validatePowerLimit(limits.powerLimit);
-  return point.max;
+/** The limit of `direction` in `limits`, or undefined when `limits` does not give it. */
+function limitOf(direction: PowerDirection, limits?: WriteLimits): number | undefined {
+  if (direction === 'charge') return limits?.chargeLimit;
+  if (direction === 'discharge') return limits?.dischargeLimit;
+  const given = [limits?.chargeLimit, limits?.dischargeLimit].filter((l): l is number => l !== undefined);
+  return given.length ? Math.max(...given) : undefined;
 }
 
-/** Checks a power limit against POWER_LIMIT and returns it. */
-export function validatePowerLimit(value: unknown, field = 'powerLimit'): number {
+/** The upper bound of a write point: for power points the device's limit of their direction where `limits` gives it. */
+function upperBound(point: WritePoint, limits?: WriteLimits, direction = point.powerLimited): number | undefined {
+  const limit = direction ? limitOf(direction, limits) : undefined;
+  return limit !== undefined ? validatePowerLimit(limit) : point.max;
+}
+
+/** Checks a charge or discharge limit against POWER_LIMIT and returns it. */
+export function validatePowerLimit(value: unknown, field = 'power limit'): number {
   const allowed = `an integer from ${POWER_LIMIT.min} to ${POWER_LIMIT.max} ${POWER_LIMIT.unit}`;
   if (typeof value !== 'number' || !Number.isInteger(value) || value < POWER_LIMIT.min || value > POWER_LIMIT.max) {
     throw new ValidationError(field, value, allowed);
@@ -770,22 +810,31 @@ export function validatePowerLimit(value: unknown, field = 'powerLimit'): number
   return value;
 }
 
-/** The range a write point accepts, in words, for error messages and the editor. */
-export function describeAllowed(point: WritePoint, limits?: WriteLimits): string {
+/** The range a write point accepts, in words, for error messages and the editor; `direction` overrides the point's. */
+export function describeAllowed(point: WritePoint, limits?: WriteLimits, direction?: PowerDirection): string {
   if (point.enum) return `one of ${point.enum.map((o) => `${o.value} (${o.label})`).join(', ')}`;
-  return `an integer from ${point.min} to ${upperBound(point, limits)}${point.unit ? ' ' + point.unit : ''}`;
+  return `an integer from ${point.min} to ${upperBound(point, limits, direction ?? point.powerLimited)}${point.unit ? ' ' + point.unit : ''}`;
 }
 
-/** Checks one value against a write point and returns it as the integer the device expects. */
-export function validateWriteValue(point: WritePoint, value: unknown, field: string = point.name, limits?: WriteLimits): number {
+/**
+ * Checks one value against a write point and returns it as the integer the device expects. `direction` (for the
+ * power of a three-value control write) overrides which limit bounds a power point.
+ */
+export function validateWriteValue(
+  point: WritePoint,
+  value: unknown,
+  field: string = point.name,
+  limits?: WriteLimits,
+  direction?: PowerDirection,
+): number {
   let number = decimalNumber(value);
   if (number === undefined && typeof value === 'string' && point.enum) {
     // An enum value may be given by its label, e.g. "Enable".
     number = point.enum.find((o) => o.label.toLowerCase() === value.trim().toLowerCase())?.value;
   }
-  const allowed = describeAllowed(point, limits);
+  const allowed = describeAllowed(point, limits, direction);
   if (number === undefined || !Number.isInteger(number)) throw new ValidationError(field, value, allowed, point);
-  const max = upperBound(point, limits);
+  const max = upperBound(point, limits, direction ?? point.powerLimited);
   if (point.enum) {
     if (!point.enum.some((o) => o.value === number)) throw new ValidationError(field, value, allowed, point);
   } else if ((point.min !== undefined && number < point.min) || (max !== undefined && number > max)) {
@@ -794,11 +843,17 @@ export function validateWriteValue(point: WritePoint, value: unknown, field: str
   return number;
 }
 
+/** The limit that bounds the power of control state `code`: 1 charges, 2 discharges, standby either. */
+function directionOfState(code: number): PowerDirection {
+  return code === 1 ? 'charge' : code === 2 ? 'discharge' : 'larger';
+}
+
 /**
  * Validates the values of one SetData request: one value for every point, or the three values
  * [state, power, SOC] for the real-time control state (spec section 4, rule 2). In standby (state 0)
  * power and SOC mean nothing, so 0 is accepted for each as Home Assistant core sends it ([0, 0, 0]);
- * any other value still has to be within bounds. `limits` (see POWER_LIMIT) raises or lowers the power bound.
+ * any other value still has to be within bounds. `limits` (see POWER_LIMIT) raises or lowers the power bound: a
+ * charge is bounded by the charge limit, a discharge by the discharge limit.
  */
 export function validateWrite(point: WritePoint, values: unknown, limits?: WriteLimits): number[] {
   const list = Array.isArray(values) ? values : [values];
@@ -807,7 +862,9 @@ export function validateWrite(point: WritePoint, values: unknown, limits?: Write
     const standbyZero = (value: unknown) => state === STANDBY && decimalNumber(value) === 0;
     return [
       state,
-      standbyZero(list[1]) ? 0 : validateWriteValue(writeByAddress.get(REAL_TIME.powerAddress)!, list[1], 'controlPower (power)', limits),
+      standbyZero(list[1])
+        ? 0
+        : validateWriteValue(writeByAddress.get(REAL_TIME.powerAddress)!, list[1], 'controlPower (power)', limits, directionOfState(state)),
       standbyZero(list[2]) ? 0 : validateWriteValue(writeByAddress.get(REAL_TIME.socAddress)!, list[2], 'controlSoc (SOC)', limits),
     ];
   }
@@ -818,7 +875,7 @@ export function validateWrite(point: WritePoint, values: unknown, limits?: Write
   return [validateWriteValue(point, list[0], point.name, limits)];
 }
 
-/** The catalogue as plain JSON, for the editor and documentation; `powerLimit` is POWER_LIMIT for the device settings. */
+/** The catalogue as plain JSON, for the editor and documentation; `powerLimit` is the range of each device limit. */
 export function catalogueJson(): {
   read: (ReadPoint & { homeAssistant?: HomeAssistantSensor })[];
   write: (WritePoint & { allowed: string })[];

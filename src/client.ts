@@ -14,7 +14,7 @@ import {
   validatePowerLimit,
   validateWrite,
   isValidAddress,
-  type WriteLimits,
+  type PowerLimits,
   type WritePoint,
 } from './catalogue';
 import { AUTH_MODES, answerChallenge, digestAuthorization, isHeaderSafe, randomNonce, type AuthMode, type DigestSeed } from './auth';
@@ -28,6 +28,7 @@ import {
   ValidationError,
 } from './errors';
 import { checkPassword, encryptPassword } from './password-crypto';
+import { MIN_INTERVAL_FLOOR_MS, NAMESPACE_PATTERN } from './rules';
 import {
   deviceQueue,
   normaliseHost,
@@ -54,10 +55,7 @@ export const DEFAULTS = {
 /** Data-operation namespaces tried in order when none is configured: the specification's, then the maker's. */
 export const NAMESPACES = ['Vendor', 'Indevolt'] as const;
 
-export const NAMESPACE_PATTERN = /^[A-Za-z][A-Za-z0-9_]*$/;
-
-/** The specification's minimum request interval; the client never goes below it. */
-export const MIN_INTERVAL_FLOOR_MS = 1000;
+export { NAMESPACE_PATTERN, MIN_INTERVAL_FLOOR_MS } from './rules';
 
 export interface ClientOptions {
   host: string;
@@ -72,8 +70,10 @@ export interface ClientOptions {
   minIntervalMs?: number;
   timeoutMs?: number;
   maxQueue?: number;
-  /** Upper bound in W of the power points (POWER_LIMIT): the specification's 2400 W unless the model differs. */
-  powerLimit?: number;
+  /** Largest power of a charge in W (POWER_LIMIT): the specification's 2400 W unless the model differs. */
+  chargeLimit?: number;
+  /** Largest power of a discharge in W (POWER_LIMIT); the 1600 class: 800 W. */
+  dischargeLimit?: number;
 }
 
 export type ConnectionState = 'unknown' | 'ok' | 'unauthorized' | 'default-password' | 'digest-required' | 'unreachable' | 'error';
@@ -114,7 +114,12 @@ export interface ConnectionReport {
   namespace: string;
   detected: boolean;
   device: DeviceInfo;
+  /** The maximum charge and discharge power the device reports (points 114 and 115), where it does: a suggestion for the limits. */
+  reported: Partial<PowerLimits>;
 }
+
+/** The points that report the device's own limits, read with the serial number in Test connection. */
+const REPORTED_LIMITS = { chargeLimit: 114, dischargeLimit: 115 } as const;
 
 /** Realm for operations other than User.SetConfig: the device accepts any value there. */
 const CLIENT_REALM = 'opend';
@@ -133,7 +138,8 @@ export type OperationOptions = Omit<JobOptions, 'owner'>;
 
 /** The operations a flow node uses: a client, or a session on one. */
 export interface DeviceOperations {
-  readonly limits: Required<WriteLimits>;
+  /** The charge and discharge limits every write is checked against. */
+  readonly limits: PowerLimits;
   read(addresses: readonly number[], options?: OperationOptions): Promise<ReadResult>;
   write(point: string | number | WritePoint, values: unknown, options?: OperationOptions): Promise<WriteResult>;
   setRealTime(state: number, power: number, soc: number, options?: OperationOptions): Promise<WriteResult>;
@@ -151,8 +157,8 @@ export class DeviceClient extends EventEmitter implements QueueMember, DeviceOpe
   readonly configuredNamespace: string | undefined;
   readonly minIntervalMs: number;
   readonly timeoutMs: number;
-  /** The bounds every write is checked against. */
-  readonly limits: Required<WriteLimits>;
+  /** The charge and discharge limits every write is checked against. */
+  readonly limits: PowerLimits;
   readonly maxQueue: number;
   readonly maxAddressesPerRead = MAX_ADDRESSES_PER_READ;
   /** Reads of clients with the same key share requests (a digest of the credentials, never the password itself). */
@@ -196,7 +202,10 @@ export class DeviceClient extends EventEmitter implements QueueMember, DeviceOpe
     if (!Number.isFinite(this.timeoutMs) || this.timeoutMs < 100 || this.timeoutMs > 120000) {
       throw new ValidationError('time-out', options.timeoutMs, 'from 100 to 120000 ms');
     }
-    this.limits = { powerLimit: validatePowerLimit(options.powerLimit ?? POWER_LIMIT.default, 'power limit') };
+    this.limits = {
+      chargeLimit: validatePowerLimit(options.chargeLimit ?? POWER_LIMIT.default, 'charge limit'),
+      dischargeLimit: validatePowerLimit(options.dischargeLimit ?? POWER_LIMIT.default, 'discharge limit'),
+    };
     this.maxQueue = options.maxQueue ?? DEFAULTS.maxQueue;
     this.mergeKey = createHash('sha256')
       .update(JSON.stringify([this.auth, this.username, this.auth === 'digest' ? this.password : '', this.configuredNamespace ?? '']))
@@ -282,11 +291,21 @@ export class DeviceClient extends EventEmitter implements QueueMember, DeviceOpe
     );
   }
 
-  /** Device info plus one read of the serial number: shows that the mode and the namespace work, and which namespace. */
+  /**
+   * Device info plus one read of the serial number: shows that the mode and the namespace work, and which namespace.
+   * The same request asks for the limits the device reports (points 114 and 115; a model without them leaves them out).
+   */
   async testConnection(): Promise<ConnectionReport> {
     const device = await this.getDeviceInfo();
-    await this.read([0]);
-    return { auth: this.auth, namespace: this.namespace!, detected: this.configuredNamespace === undefined, device };
+    const { values } = await this.read([0, REPORTED_LIMITS.chargeLimit, REPORTED_LIMITS.dischargeLimit]);
+    const reported: Partial<PowerLimits> = {};
+    for (const [name, address] of Object.entries(REPORTED_LIMITS) as [keyof PowerLimits, number][]) {
+      const value = values.get(address);
+      // Only what could serve as a limit is offered.
+      if (typeof value === 'number' && Number.isInteger(value) && value >= POWER_LIMIT.min && value <= POWER_LIMIT.max)
+        reported[name] = value;
+    }
+    return { auth: this.auth, namespace: this.namespace!, detected: this.configuredNamespace === undefined, device, reported };
   }
 
   /**
@@ -502,7 +521,7 @@ export class ClientSession implements DeviceOperations {
 
   constructor(readonly client: DeviceClient) {}
 
-  get limits(): Required<WriteLimits> {
+  get limits(): PowerLimits {
     return this.client.limits;
   }
 

@@ -4,7 +4,7 @@
  * a repeated setpoint may be skipped, and (RealTimeController) sends setpoints, switching the working mode first where
  * needed.
  */
-import { CONTROL_STATES, REAL_TIME, pointByName, validateWrite, writePointByAddress, type WritePoint } from './catalogue';
+import { CONTROL_STATES, REAL_TIME, pointByName, validateWrite, writePointByAddress, type WriteLimits, type WritePoint } from './catalogue';
 import { RefusedError, ValidationError } from './errors';
 import { decimalNumber } from './numbers';
 
@@ -47,8 +47,8 @@ export interface ControlOptions {
   dischargeSoc: number;
   /** Move an out-of-range power or SOC to the nearest bound instead of rejecting it. */
   clamp: boolean;
-  /** The device's power limit in W (the client's `limits`); the specification's maximum when not given. */
-  powerLimit?: number;
+  /** The device's charge and discharge limits in W (the client's `limits`); the specification's maximum where not given. */
+  limits?: WriteLimits;
 }
 
 /** What the editor offers when a setting is new (the runtime uses them for settings left empty). */
@@ -106,23 +106,27 @@ function clampTo(value: unknown, point: WritePoint, max = point.max!): { value: 
   return { value: bounded, clamped: bounded !== value };
 }
 
-function maxPower(options: ControlOptions): number {
-  return options.powerLimit ?? CONTROL_LIMITS.power.max;
+/** The largest power of `state` under the device's limits: a charge's, a discharge's, or for standby the larger. */
+function maxPower(options: ControlOptions, state: ControlStateName | 'either'): number {
+  const { chargeLimit = CONTROL_LIMITS.power.max, dischargeLimit = CONTROL_LIMITS.power.max } = options.limits ?? {};
+  return state === 'charge' ? chargeLimit : state === 'discharge' ? dischargeLimit : Math.max(chargeLimit, dischargeLimit);
 }
 
 function command(state: ControlStateName, power: unknown, soc: unknown, options: ControlOptions, belowMinimum = false): ControlCommand {
   let clamped = false;
   if (options.clamp) {
-    const p = clampTo(decimalNumber(power) ?? power, powerPoint, maxPower(options));
+    const p = clampTo(decimalNumber(power) ?? power, powerPoint, maxPower(options, state));
     const s = clampTo(decimalNumber(soc) ?? soc, socPoint);
     power = p.value;
     soc = s.value;
     clamped = p.clamped || s.clamped;
   }
   // Three values in, three checked values out.
-  const [code, checkedPower, checkedSoc] = validateWrite(statePoint, [STATE_CODES[state], power, soc], {
-    powerLimit: maxPower(options),
-  }) as [number, number, number];
+  const [code, checkedPower, checkedSoc] = validateWrite(statePoint, [STATE_CODES[state], power, soc], options.limits) as [
+    number,
+    number,
+    number,
+  ];
   return { state, code, power: checkedPower, soc: checkedSoc, clamped, belowMinimum };
 }
 
@@ -134,17 +138,18 @@ function command(state: ControlStateName, power: unknown, soc: unknown, options:
 function fromWatts(raw: unknown, soc: unknown, options: ControlOptions): ControlCommand {
   const watts = decimalNumber(raw);
   const { min } = CONTROL_LIMITS.power;
-  const max = maxPower(options);
+  // Charging is bounded by the charge limit, discharging by the discharge limit.
+  const range = `from -${maxPower(options, 'charge')} to ${maxPower(options, 'discharge')}`;
   if (watts === undefined) {
-    throw new ValidationError('power', raw, `a number of watts from -${max} to ${max} (negative: charge, positive: discharge)`);
+    throw new ValidationError('power', raw, `a number of watts ${range} (negative: charge, positive: discharge)`);
   }
   const rounded = Math.round(watts);
   const magnitude = Math.abs(rounded);
   if (magnitude < min) return command('standby', min, soc ?? options.dischargeSoc, options, rounded !== 0);
-  if (magnitude > max && !options.clamp) {
-    throw new ValidationError('power', raw, `from -${max} to ${max} W (negative: charge, positive: discharge)`, powerPoint);
-  }
   const state: ControlStateName = rounded < 0 ? 'charge' : 'discharge';
+  if (magnitude > maxPower(options, state) && !options.clamp) {
+    throw new ValidationError('power', raw, `${range} W (negative: charge, positive: discharge)`, powerPoint);
+  }
   return command(state, magnitude, soc ?? (state === 'charge' ? options.chargeSoc : options.dischargeSoc), options);
 }
 
@@ -226,28 +231,80 @@ export interface ControlSettingsInput {
   modeCheck?: unknown;
 }
 
+type ControlSettingName = 'power' | 'chargeSoc' | 'dischargeSoc' | 'repeat' | 'modeCheck';
+
 /**
- * A control node's settings, checked once at deploy against the catalogue and the device's power limit: each a
- * decimal number in its range, or empty for the default. Throws a ValidationError naming the setting, the value and
+ * Each number setting of a control node: a decimal number in its range, or empty for the default. Power and SOC are
+ * whole numbers, as the control write takes them. The default power is bounded by the larger of the two limits; a
+ * message's state decides which limit its power meets.
+ */
+function controlNumbers(limits?: WriteLimits) {
+  const { power, soc } = CONTROL_LIMITS;
+  const whole = { integer: true };
+  return {
+    power: { field: 'power', min: power.min, max: maxPower({ limits } as ControlOptions, 'either'), unit: 'W', ...whole },
+    chargeSoc: { field: 'charge SOC', min: soc.min, max: soc.max, unit: '%', ...whole },
+    dischargeSoc: { field: 'discharge SOC', min: soc.min, max: soc.max, unit: '%', ...whole },
+    repeat: { field: 'repeat time', min: 0, max: MAX_CONTROL_SECONDS, unit: 's', integer: false },
+    modeCheck: { field: 'mode re-check time', min: 0, max: MAX_CONTROL_SECONDS, unit: 's', integer: false },
+  } satisfies Record<ControlSettingName, { field: string; min: number; max: number; unit: string; integer: boolean }>;
+}
+
+const CONTROL_FALLBACKS: Record<ControlSettingName, number> = {
+  power: CONTROL_DEFAULTS.power,
+  chargeSoc: CONTROL_DEFAULTS.chargeSoc,
+  dischargeSoc: CONTROL_DEFAULTS.dischargeSoc,
+  repeat: CONTROL_DEFAULTS.repeatSeconds,
+  modeCheck: CONTROL_DEFAULTS.modeCheckSeconds,
+};
+
+/**
+ * The number settings of a control node, each checked (the editor shows every error at once): the values, with the
+ * default for an empty one, and the error of each bad one.
+ */
+export function checkControlSettings(
+  input: ControlSettingsInput,
+  limits?: WriteLimits,
+): { values: Record<ControlSettingName, number>; errors: Partial<Record<ControlSettingName, ValidationError>> } {
+  const values = {} as Record<ControlSettingName, number>;
+  const errors: Partial<Record<ControlSettingName, ValidationError>> = {};
+  for (const [name, rule] of Object.entries(controlNumbers(limits)) as [ControlSettingName, ReturnType<typeof controlNumbers>['power']][]) {
+    const value = input[name];
+    if (value === undefined || value === null || (typeof value === 'string' && value.trim() === '')) {
+      values[name] = CONTROL_FALLBACKS[name];
+      continue;
+    }
+    const parsed = decimalNumber(value);
+    if (parsed === undefined || parsed < rule.min || parsed > rule.max || (rule.integer && !Number.isInteger(parsed))) {
+      const kind = rule.integer ? 'an integer' : 'a number';
+      errors[name] = new ValidationError(
+        rule.field,
+        value,
+        `empty (${CONTROL_FALLBACKS[name]}) or ${kind} from ${rule.min} to ${rule.max} ${rule.unit}`,
+      );
+    } else values[name] = parsed;
+  }
+  return { values, errors };
+}
+
+/**
+ * A control node's settings, checked once at deploy against the catalogue and the device's limits: each a decimal
+ * number in its range, or empty for the default. Throws a ValidationError naming the first bad setting, the value and
  * the allowed range.
  */
-export function controlSettings(input: ControlSettingsInput, powerLimit?: number): ControllerSettings {
-  const number = (value: unknown, fallback: number, field: string, min: number, max: number, unit: string): number => {
-    if (value === undefined || value === null || value === '') return fallback;
-    const parsed = decimalNumber(value);
-    if (parsed === undefined || parsed < min || parsed > max) throw new ValidationError(field, value, `${min} to ${max} ${unit}`);
-    return parsed;
-  };
-  const { power, soc } = CONTROL_LIMITS;
+export function controlSettings(input: ControlSettingsInput, limits?: WriteLimits): ControllerSettings {
+  const { values, errors } = checkControlSettings(input, limits);
+  const first = Object.values(errors)[0];
+  if (first) throw first;
   return {
-    power: number(input.power, CONTROL_DEFAULTS.power, 'power', power.min, powerLimit ?? power.max, 'W'),
-    chargeSoc: number(input.chargeSoc, CONTROL_DEFAULTS.chargeSoc, 'charge SOC', soc.min, soc.max, '%'),
-    dischargeSoc: number(input.dischargeSoc, CONTROL_DEFAULTS.dischargeSoc, 'discharge SOC', soc.min, soc.max, '%'),
+    power: values.power,
+    chargeSoc: values.chargeSoc,
+    dischargeSoc: values.dischargeSoc,
     clamp: input.clamp === true,
     switchMode: input.switchMode !== false,
-    repeatMs: number(input.repeat, CONTROL_DEFAULTS.repeatSeconds, 'repeat time', 0, MAX_CONTROL_SECONDS, 's') * 1000,
-    modeCheckMs: number(input.modeCheck, CONTROL_DEFAULTS.modeCheckSeconds, 'mode re-check time', 0, MAX_CONTROL_SECONDS, 's') * 1000,
-    powerLimit,
+    repeatMs: values.repeat * 1000,
+    modeCheckMs: values.modeCheck * 1000,
+    limits,
   };
 }
 

@@ -1,15 +1,14 @@
 /**
  * Inputs described once: every node setting and msg override is declared with where it comes from (node setting,
  * then msg override, then default) and how it is parsed, so each rule lives in one place and every bad value fails
- * with the same ValidationError (field, short preview, allowed range). The number rules are also served to the
- * editor (settingRulesJson), which runs the same description.
+ * with the same ValidationError (field, short preview, allowed range). The editor runs this very code: it is built for
+ * the browser with the other rules (src/editor-rules.ts) and served beside the catalogue.
  */
 import { ValidationError } from './errors';
 import { DECIMAL, decimalNumber } from './numbers';
-import { MIN_INTERVAL_FLOOR_MS, NAMESPACE_PATTERN } from './client';
+import { MAX_PASSWORD_BYTES, MIN_INTERVAL_FLOOR_MS, NAMESPACE_PATTERN } from './rules';
 import { CONTROL_DEFAULTS, CONTROL_LIMITS, MAX_CONTROL_SECONDS } from './control';
-import { MAX_PASSWORD_BYTES } from './password-crypto';
-import { catalogueJson } from './catalogue';
+import { POWER_LIMIT, catalogueJson, resolveReadAddresses, validatePowerLimit, type PowerLimits } from './catalogue';
 
 /** A decimal number within bounds. */
 export interface NumberRule {
@@ -149,6 +148,83 @@ export function describeInputs<S extends Specs>(specs: S) {
   };
 }
 
+const isBlank = (value: unknown) => value === undefined || value === null || value === '';
+
+/** A charge or discharge limit as stored (a number or decimal text). */
+function powerLimit(value: unknown, field: string): number {
+  return validatePowerLimit(decimalNumber(value) ?? value, field);
+}
+
+/**
+ * The device configuration's number settings. Empty: the client's default. `powerLimit` is the single limit of
+ * earlier versions: it stands in for a charge or discharge limit left empty.
+ */
+export const deviceInputs = describeInputs({
+  port: { setting: 'port', absent: isBlank, parse: numberIn(NUMBER_RULES.port) },
+  minIntervalMs: { setting: 'minInterval', label: 'minimum interval', absent: isBlank, parse: numberIn(NUMBER_RULES.minInterval) },
+  timeoutMs: { setting: 'timeout', label: 'time-out', absent: isBlank, parse: numberIn(NUMBER_RULES.timeout) },
+  chargeLimit: { setting: 'chargeLimit', label: 'charge limit', absent: isBlank, parse: powerLimit },
+  dischargeLimit: { setting: 'dischargeLimit', label: 'discharge limit', absent: isBlank, parse: powerLimit },
+  powerLimit: { setting: 'powerLimit', label: 'power limit', absent: isBlank, parse: powerLimit },
+});
+
+/** The limits of checked device settings: each given one, else the earlier single limit, else the specification's. */
+export function deviceLimits(values: { chargeLimit?: number; dischargeLimit?: number; powerLimit?: number }): PowerLimits {
+  return {
+    chargeLimit: values.chargeLimit ?? values.powerLimit ?? POWER_LIMIT.default,
+    dischargeLimit: values.dischargeLimit ?? values.powerLimit ?? POWER_LIMIT.default,
+  };
+}
+
+/** A read node's dead band: for every numeric point, and by point key (name, or address for an extra address). */
+export interface DeadBand {
+  all: number;
+  byPoint: Map<string, number>;
+}
+
+const DEAD_BAND_FORM =
+  'a number of at least 0 for every numeric point and/or point=number entries, comma-separated, e.g. "20, batterySoc=1"';
+
+/**
+ * A read node's dead band: "20" (every numeric point), "batterySoc=1", or both comma-separated; empty: none. Each
+ * point is keyed by `keyOf` (its name or address, as the node's output names it).
+ */
+export function parseDeadBand(value: unknown, keyOf: (address: number) => string = String): DeadBand {
+  const band: DeadBand = { all: 0, byPoint: new Map() };
+  const text = typeof value === 'string' || typeof value === 'number' ? String(value) : '';
+  for (const entry of text
+    .split(',')
+    .map((s) => s.trim())
+    .filter((s) => s !== '')) {
+    const parts = entry.split('=').map((s) => s.trim());
+    // "batterySoc=1=2" is no entry: nothing of it may be dropped.
+    if (parts.length > 2) throw new ValidationError('dead band', value, DEAD_BAND_FORM);
+    const [point, amount] = parts.length === 2 ? parts : [undefined, entry];
+    const size = decimalNumber(amount);
+    if (size === undefined || size < 0) throw new ValidationError('dead band', value, DEAD_BAND_FORM);
+    if (point === undefined) band.all = size;
+    else
+      for (const address of resolveReadAddresses([/^\d+$/.test(point) ? Number(point) : point], 'dead band'))
+        band.byPoint.set(keyOf(address), size);
+  }
+  return band;
+}
+
+/** A list of read point names or addresses: an array, or the same as a comma-separated string. */
+export function pointList(value: unknown, field: string): number[] {
+  const list =
+    typeof value === 'string'
+      ? value
+          .split(',')
+          .map((s) => s.trim())
+          .filter((s) => s !== '')
+      : value;
+  if (!Array.isArray(list)) {
+    throw new ValidationError(field, value, 'an array of read point names or addresses, or a comma-separated string of them');
+  }
+  return resolveReadAddresses(list, field);
+}
+
 /** Every rule the editor must check the same way as the runtime, for the catalogue route. */
 export function settingRulesJson() {
   return {
@@ -159,6 +235,7 @@ export function settingRulesJson() {
     namespacePattern: NAMESPACE_PATTERN.source,
     maxPasswordBytes: MAX_PASSWORD_BYTES,
     control: { defaults: CONTROL_DEFAULTS, limits: CONTROL_LIMITS, maxSeconds: MAX_CONTROL_SECONDS },
+    powerLimit: POWER_LIMIT,
   };
 }
 

@@ -5,23 +5,16 @@
  */
 import { createCipheriv, createDecipheriv, randomInt } from 'node:crypto';
 import { ValidationError } from './errors';
+import { checkPassword } from './rules';
 
-export const MAX_PASSWORD_BYTES = 16;
+export { MAX_PASSWORD_BYTES, checkPassword } from './rules';
+
 const IV_BYTES = 12;
 
 function padded(text: string, size: number): Buffer {
   const bytes = Buffer.alloc(size);
   Buffer.from(text, 'utf8').copy(bytes);
   return bytes;
-}
-
-/** Throws unless the password can serve as an AES-128 key: 1 to 16 bytes of UTF-8. */
-export function checkPassword(password: unknown, field: string): asserts password is string {
-  const allowed = `a text of 1 to ${MAX_PASSWORD_BYTES} bytes`;
-  // The value itself is never put in the error: it is a password.
-  if (typeof password !== 'string' || password.length === 0) throw new ValidationError(field, '(empty)', allowed);
-  const length = Buffer.byteLength(password, 'utf8');
-  if (length > MAX_PASSWORD_BYTES) throw new ValidationError(field, `(${length} bytes)`, allowed);
 }
 
 export interface EncryptedPassword {

@@ -1006,6 +1006,10 @@ export class DeviceSimulator {
         return 800;
       case 'masterSlave':
         return 1002;
+      case 'maxChargePower':
+        return MODEL_CLASSES[this.modelClass].maxChargePower;
+      case 'maxDischargePower':
+        return MODEL_CLASSES[this.modelClass].maxDischargePower;
       case 'bypassPower':
         return 0;
       case 'meterStatus':

@@ -480,27 +480,46 @@ describe('catalogue', function () {
     });
   });
 
-  describe('power limit', function () {
+  describe('charge and discharge limits', function () {
     const power = ['controlPower', 'maxAcOutputPowerSetting', 'feedInPowerLimitSetting', 'inverterInputLimitSetting'];
+    const both = (limit: number) => ({ chargeLimit: limit, dischargeLimit: limit });
 
-    it('marks exactly the power points 47016, 1147, 1146 and 1138', function () {
+    it('marks exactly the power points 47016, 1147, 1146 and 1138, each with the limit of its direction', function () {
       should(WRITE_POINTS.filter((p) => p.powerLimited).map((p) => p.name)).eql(power);
+      should(WRITE_POINTS.filter((p) => p.powerLimited).map((p) => p.powerLimited)).eql(['larger', 'discharge', 'discharge', 'charge']);
       should(POWER_LIMIT).eql({ default: 2400, min: 800, max: 10800, unit: 'W' });
       for (const point of WRITE_POINTS.filter((p) => p.powerLimited)) should(point.max).equal(POWER_LIMIT.default);
     });
 
     it('raises and lowers the upper bound of the power points only', function () {
-      should(validateWrite(write(47016), [10800], { powerLimit: 10800 })).eql([10800]);
-      should(validateWrite(write(1147), [3000], { powerLimit: 3000 })).eql([3000]);
-      should(catchError(() => validateWrite(write(1147), [3001], { powerLimit: 3000 })).message).containEql('50 to 3000 W');
-      should(catchError(() => validateWrite(write(1146), [900], { powerLimit: 800 })).message).containEql('50 to 800 W');
-      should(catchError(() => validateWrite(write(1138), [50], { powerLimit: 5000 })).message).containEql('100 to 5000 W');
-      should(validateWrite(write(47015), [2, 6000, 10], { powerLimit: 6000 })).eql([2, 6000, 10]);
-      should(catchError(() => validateWrite(write(47015), [2, 6001, 10], { powerLimit: 6000 })).message).containEql('controlPower');
+      should(validateWrite(write(47016), [10800], both(10800))).eql([10800]);
+      should(validateWrite(write(1147), [3000], both(3000))).eql([3000]);
+      should(catchError(() => validateWrite(write(1147), [3001], both(3000))).message).containEql('50 to 3000 W');
+      should(catchError(() => validateWrite(write(1146), [900], both(800))).message).containEql('50 to 800 W');
+      should(catchError(() => validateWrite(write(1138), [50], both(5000))).message).containEql('100 to 5000 W');
+      should(validateWrite(write(47015), [2, 6000, 10], both(6000))).eql([2, 6000, 10]);
+      should(catchError(() => validateWrite(write(47015), [2, 6001, 10], both(6000))).message).containEql('controlPower');
       // SOC and the enumerations do not move.
-      should(catchError(() => validateWrite(write(47017), [101], { powerLimit: 10800 })).message).containEql('5 to 100');
-      should(describeAllowed(write(47017), { powerLimit: 10800 })).equal('an integer from 5 to 100 %');
-      should(describeAllowed(write(47016), { powerLimit: 10800 })).equal('an integer from 50 to 10800 W');
+      should(catchError(() => validateWrite(write(47017), [101], both(10800))).message).containEql('5 to 100');
+      should(describeAllowed(write(47017), both(10800))).equal('an integer from 5 to 100 %');
+      should(describeAllowed(write(47016), both(10800))).equal('an integer from 50 to 10800 W');
+    });
+
+    it('bounds a charge by the charge limit and a discharge by the discharge limit (the 1600 class)', function () {
+      const limits = { chargeLimit: 1200, dischargeLimit: 800 };
+      should(validateWrite(write(47015), [1, 1200, 90], limits)).eql([1, 1200, 90]);
+      should(catchError(() => validateWrite(write(47015), [1, 1201, 90], limits)).message).containEql('50 to 1200 W');
+      should(validateWrite(write(47015), [2, 800, 10], limits)).eql([2, 800, 10]);
+      should(catchError(() => validateWrite(write(47015), [2, 801, 10], limits)).message).containEql('50 to 800 W');
+      // Power alone applies to whatever state is in force: the larger limit.
+      should(validateWrite(write(47016), [1200], limits)).eql([1200]);
+      should(catchError(() => validateWrite(write(47016), [1201], limits)).message).containEql('50 to 1200 W');
+      // AC output and feed-in are discharge, the inverter input is charge.
+      should(catchError(() => validateWrite(write(1147), [801], limits)).message).containEql('50 to 800 W');
+      should(catchError(() => validateWrite(write(1146), [801], limits)).message).containEql('50 to 800 W');
+      should(validateWrite(write(1138), [1200], limits)).eql([1200]);
+      // A limit not given keeps the specification's bound for its direction.
+      should(validateWrite(write(47015), [1, 2400, 90], { dischargeLimit: 800 })).eql([1, 2400, 90]);
     });
 
     it('keeps the specification bounds without a limit', function () {
@@ -509,17 +528,28 @@ describe('catalogue', function () {
       should(describeAllowed(write(1146))).equal('an integer from 50 to 2400 W');
     });
 
-    it('refuses a limit outside 800 to 10800 W, naming powerLimit', function () {
+    it('refuses a limit outside 800 to 10800 W, naming the limit', function () {
       for (const bad of [799, 10801, 1200.5, '2400', NaN]) {
-        const error = catchError(() => validatePowerLimit(bad));
-        should(error.message).containEql('powerLimit').and.containEql('800 to 10800 W');
+        const error = catchError(() => validatePowerLimit(bad, 'charge limit'));
+        should(error.message).containEql('charge limit').and.containEql('800 to 10800 W');
       }
-      should(catchError(() => validateWrite(write(47016), [500], { powerLimit: 20000 })).message).containEql('powerLimit');
+      should(catchError(() => validateWrite(write(47016), [500], { chargeLimit: 20000 })).message).containEql('power limit');
       should(validatePowerLimit(800)).equal(800);
     });
 
-    it('serves the limits to the editor in catalogueJson', function () {
+    it('serves the range of a limit to the editor in catalogueJson', function () {
       should(catalogueJson().powerLimit).eql({ default: 2400, min: 800, max: 10800, unit: 'W' });
+    });
+
+    it('knows the points 114 and 115 that report the limits, with their source', function () {
+      for (const [address, name] of [
+        [114, 'maxChargePower'],
+        [115, 'maxDischargePower'],
+      ] as const) {
+        const point = readPointByAddress(address)!;
+        should(point).have.properties({ name, unit: 'W', beyondSpec: true });
+        should(point.source).match(/maker's point table/);
+      }
     });
   });
 

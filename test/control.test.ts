@@ -48,6 +48,19 @@ describe('control logic (src/control.ts)', () => {
   });
 
   describe('signed watts (battery power 6000 convention: positive discharges)', () => {
+    it('bounds a charge by the charge limit and a discharge by the discharge limit', () => {
+      const limited: ControlOptions = { ...OPTIONS, limits: { chargeLimit: 1200, dischargeLimit: 800 } };
+      parseControl(-1200, limited).should.containEql({ state: 'charge', power: 1200 });
+      parseControl(800, limited).should.containEql({ state: 'discharge', power: 800 });
+      (() => parseControl(-1201, limited)).should.throw(/power.*-1201.*from -1200 to 800 W/);
+      (() => parseControl(801, limited)).should.throw(/power.*801.*from -1200 to 800 W/);
+      (() => parseControl({ state: 'discharge', power: 1000 }, limited)).should.throw(/controlPower.*50 to 800 W/);
+      parseControl({ state: 'charge', power: 1000 }, limited).should.containEql({ state: 'charge', power: 1000 });
+      // Clamping moves each direction to its own limit.
+      parseControl(-5000, { ...limited, clamp: true }).should.containEql({ power: 1200, clamped: true });
+      parseControl(5000, { ...limited, clamp: true }).should.containEql({ power: 800, clamped: true });
+    });
+
     it('negative charges to the charge SOC, positive discharges to the floor SOC', () => {
       parseControl(-800, OPTIONS).should.eql({
         state: 'charge',
@@ -305,7 +318,12 @@ describe('control logic (src/control.ts)', () => {
     it('checks every setting, naming the one that is wrong', () => {
       (() => controlSettings({ repeat: '1e400' })).should.throw(/repeat time.*"1e400".*0 to 604800 s/);
       (() => controlSettings({ power: 5000 })).should.throw(/power.*to 2400 W/);
-      controlSettings({ power: '5000' }, 6000).power.should.equal(5000);
+      // The default power meets the larger limit; a message's state meets its own.
+      controlSettings({ power: '5000' }, { chargeLimit: 6000, dischargeLimit: 800 }).power.should.equal(5000);
+      (() => controlSettings({ power: 1201 }, { chargeLimit: 1200, dischargeLimit: 800 })).should.throw(/power.*to 1200 W/);
+      // Power and SOC are whole numbers, as the control write takes them: 10.5 % would fail every message.
+      (() => controlSettings({ dischargeSoc: '10.5' })).should.throw(/discharge SOC.*"10.5".*an integer/);
+      (() => controlSettings({ power: 800.5 })).should.throw(/power.*an integer/);
       (() => controlSettings({ chargeSoc: 101 })).should.throw(/charge SOC/);
       (() => controlSettings({ modeCheck: '0x10' })).should.throw(/mode re-check time.*"0x10"/);
       controlSettings({}).should.containEql({ power: CONTROL_DEFAULTS.power, repeatMs: CONTROL_DEFAULTS.repeatSeconds * 1000 });

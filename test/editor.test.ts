@@ -15,9 +15,10 @@ import type { ChildProcess } from 'node:child_process';
 import should from 'should';
 import type { Browser, Page } from 'playwright-core';
 import { DeviceSimulator } from '../src/simulator';
-import { READ_POINTS, WRITE_POINTS, describeAllowed, pointByName, type WritePoint } from '../src/catalogue';
+import { MODEL_CLASSES, READ_POINTS, WRITE_POINTS, describeAllowed, pointByName, type WritePoint } from '../src/catalogue';
 import { NUMBER_RULES } from '../src/inputs';
 import { text } from './node-support';
+import { DEVICES, VERDICTS, describeRow, runtimeVerdict } from './verdicts';
 import { launchChromium, requireChromium, startNodeRed, stopChild } from './node-red-process';
 
 const ROOT = path.resolve(__dirname, '..', '..');
@@ -457,6 +458,16 @@ describe('editor in a real browser (chromium)', function () {
     });
     await page.locator('#localbattery-device-result', { hasText: String(serial) }).waitFor({ timeout: 10000 });
     (await page.locator('#localbattery-device-result').innerText()).should.equal(connected);
+    // The limits the simulated device reports (points 114 and 115) are offered, and taken with one click.
+    const { maxChargePower, maxDischargePower } = MODEL_CLASSES['2000'];
+    const offer = text('localbattery-device.editor.reported', { charge: maxChargePower, discharge: maxDischargePower });
+    await page.locator('#localbattery-device-reported', { hasText: offer }).waitFor();
+    await showAdvanced();
+    (await page.locator('#node-config-input-chargeLimit').inputValue()).should.equal('');
+    await page.locator('#localbattery-device-use-reported').click();
+    (await page.locator('#node-config-input-chargeLimit').inputValue()).should.equal(String(maxChargePower));
+    (await page.locator('#node-config-input-dischargeLimit').inputValue()).should.equal(String(maxDischargePower));
+    (await page.locator('#localbattery-device-reported').isVisible()).should.be.false();
 
     // HTTP mode hides the password and its tools and says why; HTTP + Digest brings them back.
     await page.locator('#node-config-input-auth').selectOption('none');
@@ -563,6 +574,29 @@ describe('editor in a real browser (chromium)', function () {
       headings.map(squash).should.containEql('Inputs');
       headings.map(squash).should.containEql('Outputs');
     }
+  });
+
+  it('gives every input of the table of verdicts the same verdict as the runtime', async () => {
+    // The editors have the rules once the catalogue has come (the steps before opened each editor).
+    await page.waitForFunction(() => !!(globalThis as any).localBatteryCatalogue?.rules, undefined, { timeout: 10000 });
+    const verdicts = await page.evaluate(
+      ({ rows, devices }) => {
+        const RED = (globalThis as any).RED;
+        // The device configurations the rows name, added after the deploy (unused, they would hold it up).
+        RED.nodes.import(devices);
+        return rows.map((row: any) => {
+          const definition = RED.nodes.getType(row.type);
+          const spec = row.credential ? definition.credentials[row.field] : definition.defaults[row.field];
+          const answer = spec.validate.call({ ...row.node }, row.value, {});
+          return answer === true ? true : `${answer}`;
+        });
+      },
+      { rows: VERDICTS, devices: Object.values(DEVICES) },
+    );
+    VERDICTS.forEach((row, i) => {
+      should(verdicts[i] === true).equal(row.valid, `${describeRow(row)}: editor says ${String(verdicts[i])}`);
+      should(runtimeVerdict(row)).equal(row.valid, `${describeRow(row)}: runtime`);
+    });
   });
 
   it('had no page errors and no console errors', () => {

@@ -94,10 +94,11 @@ describe('localbattery-device config node', function () {
       helper.getNode('info1').receive({});
       should((await output).payload.sn).equal(IDENTITY.serialNumber);
 
+      // Towards the configuration's own host and port (see "admin routes keep secrets in place").
       const res = await helper
         .request()
         .post('/localbattery/test')
-        .send({ host: '${LB_TEST_HOST}', port: '${LB_TEST_PORT}', password: '${LB_TEST_PASSWORD}' })
+        .send({ id: 'device1', host: '${LB_TEST_HOST}', port: '${LB_TEST_PORT}', password: '${LB_TEST_PASSWORD}' })
         .expect(200);
       should(res.body.device.sn).equal(IDENTITY.serialNumber);
       // An unset variable stays as it is and fails validation, naming the field.
@@ -107,6 +108,97 @@ describe('localbattery-device config node', function () {
         .send({ host: '127.0.0.1', port: '${LB_TEST_UNSET}', password: 'x' })
         .expect(400);
       should(unset.body.error.message).match(/port/);
+    });
+  });
+
+  describe('admin routes keep secrets in place', function () {
+    const names = ['LB_TEST_USER', 'LB_TEST_SECRET', 'LB_TEST_PASSWORD'];
+    let other: DeviceSimulator | undefined;
+    afterEach(async function () {
+      for (const name of names) delete process.env[name];
+      await other?.stop();
+      other = undefined;
+    });
+
+    /** The configuration at `simulator`, deployed, and a second device that happens to have the same password. */
+    async function twoDevices(): Promise<ReturnType<typeof deviceConfig>> {
+      simulator = await startSimulator(IDENTITY);
+      other = await startSimulator();
+      const device = deviceConfig(simulator);
+      await helper.load(nodes, [device.node], device.credentials);
+      return device;
+    }
+
+    it('Test connection uses the stored password only towards the stored host and port', async function () {
+      const device = await twoDevices();
+      const { host, port, username, namespace } = device.node;
+      const elsewhere = await helper
+        .request()
+        .post('/localbattery/test')
+        .send({ id: 'device1', host, port: other!.port, username, namespace, password: '__PWRD__' })
+        .expect(400);
+      should(elsewhere.body.error.code).equal('UNAUTHORIZED');
+      // Its own host and port get it, also written another way.
+      await helper
+        .request()
+        .post('/localbattery/test')
+        .send({ id: 'device1', host: ` ${host} `, port: String(port), username, namespace, password: '__PWRD__' })
+        .expect(200);
+    });
+
+    it('Set password uses the stored password only towards the stored host and port', async function () {
+      const device = await twoDevices();
+      const { host, username, namespace } = device.node;
+      const changed = await helper
+        .request()
+        .post('/localbattery/set-password')
+        .send({ id: 'device1', host, port: other!.port, username, namespace, currentPassword: '__PWRD__', newPassword: 'taken-over-1' })
+        .expect(400);
+      // Without the stored password there is no current password: nothing is sent.
+      should(changed.body.error.message).match(/current password/);
+      should(other!.password).equal(PASSWORD);
+    });
+
+    it('puts in ${VAR} only where the field takes it; a password variable only towards the stored host and port', async function () {
+      const device = await twoDevices();
+      Object.assign(process.env, { LB_TEST_USER: 'opend', LB_TEST_PASSWORD: PASSWORD });
+      const { host, port, namespace } = device.node;
+      // The username takes no variable: it goes as typed, and the device does not know that user.
+      const user = await helper
+        .request()
+        .post('/localbattery/test')
+        .send({ id: 'device1', host, port, namespace, username: '${LB_TEST_USER}', password: '__PWRD__' })
+        .expect(400);
+      should(user.body.error.code).equal('UNAUTHORIZED');
+      // A password variable is a stored secret too.
+      const elsewhere = await helper
+        .request()
+        .post('/localbattery/test')
+        .send({ host, port: other!.port, namespace, password: '${LB_TEST_PASSWORD}' })
+        .expect(400);
+      should(elsewhere.body.error.code).equal('UNAUTHORIZED');
+      await helper
+        .request()
+        .post('/localbattery/test')
+        .send({ id: 'device1', host, port, namespace, password: '${LB_TEST_PASSWORD}' })
+        .expect(200);
+    });
+
+    it('echoes no environment value in an error text', async function () {
+      simulator = await startSimulator();
+      await helper.load(nodes, []);
+      const secret = 'Hunter2-Not-A-Port';
+      process.env.LB_TEST_SECRET = secret;
+      for (const field of ['port', 'namespace', 'timeout', 'chargeLimit']) {
+        const res = await helper
+          .request()
+          .post('/localbattery/test')
+          .send({ host: '127.0.0.1', port: simulator.port, password: 'x', [field]: '${LB_TEST_SECRET}' })
+          .expect(400);
+        should(res.body.error.code).equal('INVALID_VALUE', field);
+        should(res.body.error.message).containEql('${LB_TEST_SECRET}');
+        should(JSON.stringify(res.body).toLowerCase()).not.containEql(secret.toLowerCase());
+      }
     });
   });
 
@@ -236,12 +328,13 @@ describe('localbattery-device config node', function () {
   });
 
   describe('admin routes', function () {
-    it('are all behind RED.auth.needsPermission: read for the catalogue, write for the rest', async function () {
+    it('are all behind RED.auth.needsPermission: read for the catalogue and the rules, write for the rest', async function () {
       simulator = await startSimulator();
       await helper.load(nodes, []);
       const routes = adminRoutes();
       should(routes.map((r) => `${r.method} ${r.path} ${r.stack[0].handle.permission}`).sort()).eql([
         'get /localbattery/catalogue localbattery-device.read',
+        'get /localbattery/rules.js localbattery-device.read',
         'post /localbattery/discover localbattery-device.write',
         'post /localbattery/set-password localbattery-device.write',
         'post /localbattery/test localbattery-device.write',
@@ -266,6 +359,20 @@ describe('localbattery-device config node', function () {
       should(res.body.read.map((p: { address: number }) => p.address)).eql(READ_POINTS.map((p) => p.address));
       should(res.body.write.map((p: { name: string }) => p.name)).eql(WRITE_POINTS.map((p) => p.name));
       for (const point of res.body.write) should(point.allowed).be.a.String().and.not.be.empty();
+    });
+
+    it("GET /localbattery/rules.js serves the runtime's rules built for the browser", async function () {
+      await helper.load(nodes, []);
+      const res = await helper
+        .request()
+        .get('/localbattery/rules.js')
+        .expect('Content-Type', /javascript/)
+        .expect(200);
+      should(res.text).match(/window\.localBatteryRules = /);
+      // Nothing of Node.js: every module it requires is one of the package's own, built into it.
+      const required = [...res.text.matchAll(/require\(("[^"]*")\)/g)].map((match) => JSON.parse(match[1]) as string);
+      should(required).containEql('./catalogue');
+      for (const id of required) should(res.text).containEql(`${JSON.stringify(id)}: function (require, module, exports)`);
     });
 
     it('POST /localbattery/test answers with the device info, using the stored password for __PWRD__', async function () {

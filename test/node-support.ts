@@ -152,6 +152,13 @@ export function loadEditorScript(nodeType: string, extraRED: Record<string, unkn
       editor.requests.push(url);
       return loaded;
     },
+    // The rules script, as jQuery runs one: in the page's global scope.
+    ajax: (options: { url: string; dataType?: string }) => {
+      editor.requests.push(options.url);
+      if (options.url !== 'localbattery/rules.js' || options.dataType !== 'script') throw new Error(`unexpected request ${options.url}`);
+      vm.runInContext(fs.readFileSync(path.join(root, 'dist', 'src', 'editor-rules.browser.js'), 'utf8'), context);
+      return Promise.resolve();
+    },
   });
   const RED = {
     editor: { validateNode: () => editor.revalidated++ },
@@ -170,7 +177,7 @@ export function loadEditorScript(nodeType: string, extraRED: Record<string, unkn
       ...(extraRED.nodes as Record<string, unknown> | undefined),
     },
   };
-  const context = vm.createContext({ RED, $ });
+  const context = vm.createContext({ RED, $, TextEncoder });
   context.window = context;
   vm.runInContext(fs.readFileSync(path.join(root, 'resources', 'editor-catalogue.js'), 'utf8'), context);
   vm.runInContext(/<script type="text\/javascript">([\s\S]*?)<\/script>/.exec(source)![1], context);

@@ -390,7 +390,8 @@ describe('localbattery-write editor validation', function () {
 
     editor.finishLoad();
     await until(() => editor.revalidated > 0, 1000, 'revalidation after loading');
-    should(editor.requests).have.length(1);
+    // The catalogue, then the runtime's rules: once for every node of the package.
+    should(editor.requests).eql(['localbattery/catalogue', 'localbattery/rules.js']);
     should(value(node, String(limit.max))).be.true();
     should(value(node, String(limit.max! + 1))).equal(
       text('localbattery-write.validation.range', { value: limit.max! + 1, point: limit.name, allowed: describeAllowed(limit) }),
