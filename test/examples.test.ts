@@ -102,6 +102,54 @@ async function until(check: () => boolean, timeoutMs: number, what: string): Pro
   }
 }
 
+interface Hooks {
+  add(name: string, hook: (event: any) => void): void;
+  remove(name: string): void;
+}
+const hooks = (helper as unknown as { _RED: { hooks: Hooks } })._RED.hooks;
+
+/**
+ * Clicks every inject of `flow` and resolves when the clicks and each polling read node's first poll have gone as far
+ * as they go: every node that received one of their messages has called done (test-helper sinks excepted).
+ */
+async function clickAndSettle(flow: FlowNode[]): Promise<void> {
+  const injects = new Set(flow.filter((node) => node.type === 'inject').map((node) => node.id));
+  const pollers = new Set(
+    flow.filter((node) => node.type === 'localbattery-read' && Number(node.interval) > 0 && !node.d).map((node) => node.id),
+  );
+  const sinks = new Set(flow.filter((node) => node.type === 'helper').map((node) => node.id));
+  const traced = new Set<string>();
+  const polled = new Set<string>();
+  const clicked = new Set<string>();
+  /** Deliveries of traced messages not yet done. */
+  let open = 0;
+  // Counted when sent, as delivery comes a turn later; disabled nodes are not in the flow and receive nothing.
+  hooks.add('onSend.examplesSettle', (events: { source: { id: string }; destination: { id: string }; msg: FlowNode }[]) => {
+    for (const { source, destination, msg } of events) {
+      if (injects.has(source.id)) traced.add(msg._msgid);
+      if (pollers.has(source.id) && !polled.has(source.id)) {
+        polled.add(source.id);
+        traced.add(msg._msgid);
+      }
+      if (traced.has(msg._msgid) && !sinks.has(destination.id) && helper.getNode(destination.id)) open++;
+    }
+  });
+  hooks.add('onComplete.examplesSettle', (event: { node: { id: string }; msg: FlowNode }) => {
+    if (injects.has(event.node.id)) clicked.add(event.node.id);
+    else if (traced.has(event.msg._msgid)) open--;
+  });
+  try {
+    for (const id of injects) helper.getNode(id).receive({});
+    await until(
+      () => clicked.size === injects.size && polled.size === pollers.size && open === 0,
+      15000,
+      'the clicks and first polls to settle',
+    );
+  } finally {
+    hooks.remove('*.examplesSettle');
+  }
+}
+
 describe('examples', function () {
   this.timeout(40000);
   let simulator: DeviceSimulator;
@@ -302,9 +350,7 @@ describe('examples', function () {
         const { flow, credentials } = prepared(name, simulator, PASSWORD, false);
         for (const node of flow) if (node.type === 'localbattery-password') credentials[node.id] = { password: 'my-new-pass' };
         await helper.load([...OUR_NODES, ...CORE_NODES], flow, credentials);
-        for (const inject of flow.filter((node) => node.type === 'inject')) helper.getNode(inject.id).receive({});
-        // Long enough for polls, the zero feed-in loop and every click to have gone as far as they go.
-        await new Promise((resolve) => setTimeout(resolve, 3000));
+        await clickAndSettle(flow);
         const stats = simulator.stats;
         const writes = Object.entries(stats.byOperation).filter(([operation]) => isWriteOperation(operation));
         writes.should.eql([], `${name}: requests that change the device before arming`);
