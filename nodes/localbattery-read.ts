@@ -190,6 +190,8 @@ function register(RED: NodeAPI) {
     if (configError) {
       node.error(configError.message);
       node.status({ fill: 'red', shape: 'ring', text: RED._('localbattery-read.status.invalid') });
+      // Unless msg.points can stand in, every message fails: the status keeps saying why, not the connection's.
+      if (deadBandError || [...deployed.errors.keys()].some((input) => input !== 'points')) device?.leave(node);
     } else if (life.session) poller.start();
   }
 

@@ -550,14 +550,23 @@ describe('localbattery-read node', function () {
     should(topics[1].includes('batterySoc') || topics[2].includes('batterySoc')).be.true();
   });
 
-  it('rejects an invalid dead band or heartbeat, naming the field', async function () {
+  it('rejects an invalid dead band or heartbeat, naming the field, and keeps saying so while others connect', async function () {
     simulator = await startSimulator();
     await load(simulator, [
       reader({ onlyChange: true, deadband: 'batterySoc=-1' }),
       reader({ id: 'read2', onlyChange: true, heartbeat: 0.5 }),
+      reader({ id: 'read3', points: [] }),
+      reader({ id: 'read4' }),
     ]);
     should(String(callsOf(helper.getNode('read1'), 'error')[0][0])).match(/dead band/);
     should(String(callsOf(helper.getNode('read2'), 'error')[0][0])).match(/heartbeat.*1 to 86400 seconds/);
+    const output = nextInput(helper.getNode('out'));
+    helper.getNode('read4').receive({});
+    await output;
+    const invalid = { fill: 'red', shape: 'ring', text: text('localbattery-read.status.invalid') };
+    for (const id of ['read1', 'read2']) should(lastStatus(helper.getNode(id))).eql(invalid);
+    // Without points a node still reads those of msg.points: it follows the connection.
+    should(lastStatus(helper.getNode('read3'))).eql({ fill: 'green', shape: 'dot', text: text('localbattery-device.status.connected') });
   });
 
   it('reports an invalid configuration at start and on input, and does not poll', async function () {
