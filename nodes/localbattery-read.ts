@@ -7,7 +7,7 @@ import { describeValue, readPointByAddress, resolveReadAddresses, type DecodedVa
 import { homeAssistantSensor, type HomeAssistantSensor } from '../src/home-assistant';
 import { ValidationError } from '../src/errors';
 import { NUMBER_RULES, describeInputs, numberIn } from '../src/inputs';
-import { NO_DEAD_BAND, POLL_BACKOFF_MAX_MS, Poller, parseDeadBand, type ReadOutcome, type Reading } from '../src/poller';
+import { NO_DEAD_BAND, POLL_BACKOFF_MAX_MS, Poller, parseDeadBand, type PollOutcome, type Reading } from '../src/poller';
 import { deviceOf, errorStatus, sessionOf, timeOfDay, keepErrorCodes, serveDevice, type Outgoing } from './shared';
 
 type OutputMode = 'object' | 'address' | 'split';
@@ -88,7 +88,7 @@ function register(RED: NodeAPI) {
     };
 
     /** Shows a read on the status and turns what it sends into messages (none when "only on change" finds nothing new). */
-    function format(outcome: ReadOutcome, msg: NodeMessage): NodeMessage[] {
+    function format(outcome: PollOutcome, msg: NodeMessage): NodeMessage[] {
       const { readings, sending, missing, newlyMissing } = outcome;
       if (newlyMissing.length > 0) node.warn(RED._('localbattery-read.warn.missing', { points: newlyMissing.join(', ') }));
       node.status({
@@ -164,8 +164,13 @@ function register(RED: NodeAPI) {
       },
       {
         polled(outcome) {
-          const out = sendable(format(outcome, { _msgid: RED.util.generateId() }));
-          if (out) node.send(out);
+          const msg: NodeMessage = { _msgid: RED.util.generateId() };
+          try {
+            const out = sendable(format(outcome, msg));
+            if (out) node.send(out);
+          } catch (error) {
+            node.error(error, msg);
+          }
         },
         failed(error) {
           node.status(errorStatus(error));

@@ -49,7 +49,7 @@ export interface Reading {
 }
 
 /** What a read gives and what of it goes out. */
-export interface ReadOutcome {
+export interface PollOutcome {
   /** Every value read, in the order asked. */
   readings: Reading[];
   /** The values to send now; undefined: no message at all ("only on change" found nothing to send). */
@@ -84,7 +84,7 @@ export class ChangeFilter {
   constructor(private readonly settings: ChangeSettings) {}
 
   /** The outcome of a read of `addresses` that gave `result`, at `now` (ms); what it sends counts as sent. */
-  take(result: ReadResult, addresses: number[], now: number): ReadOutcome {
+  take(result: ReadResult, addresses: number[], now: number): PollOutcome {
     const { keyOf, onlyChange, heartbeatMs, perPoint } = this.settings;
     const missing = result.missing.map(keyOf);
     const newlyMissing = missing.filter((key) => !this.warned.has(key));
@@ -150,7 +150,7 @@ export type ReadPoints = (addresses: number[], onStart: () => void) => Promise<R
 
 export interface PollerEvents {
   /** A poll's outcome (also when it sends nothing: the status shows the read). */
-  polled(outcome: ReadOutcome): void;
+  polled(outcome: PollOutcome): void;
   /** A poll failed and starts an outage, or fails with another code than before; further failures alike are quiet. */
   failed(error: Error): void;
   /** A read succeeded after an outage that began `ms` ago, whose last failure had `code`. */
@@ -208,7 +208,7 @@ export class Poller {
   }
 
   /** Reads `addresses` now (on demand, e.g. for a message); a success ends an outage. Throws what the read throws. */
-  async read(addresses: number[]): Promise<ReadOutcome> {
+  async read(addresses: number[]): Promise<PollOutcome> {
     const result = await this.readPoints(addresses, () => undefined);
     this.answered();
     return this.filter.take(result, addresses, this.clock.now());
@@ -272,6 +272,7 @@ export class Poller {
           this.scheduleTick(this.settings.intervalMs);
         }
       })
+      // An event handler that throws must not become an unhandled rejection (it would stop Node-RED).
       .catch(() => undefined);
   }
 

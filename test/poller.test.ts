@@ -3,7 +3,7 @@ import should from 'should';
 import { pointByName } from '../src/catalogue';
 import type { ReadResult } from '../src/client';
 import { DeviceError, ValidationError } from '../src/errors';
-import { ChangeFilter, Poller, parseDeadBand, type ChangeSettings, type Clock, type PollerSettings, type ReadOutcome } from '../src/poller';
+import { ChangeFilter, Poller, parseDeadBand, type ChangeSettings, type Clock, type PollerSettings, type PollOutcome } from '../src/poller';
 
 /** Timers that run only when the test moves the time on. */
 class ManualClock implements Clock {
@@ -78,7 +78,7 @@ class FakeDevice {
 }
 
 function poller(clock: ManualClock, device: FakeDevice, settings: Partial<PollerSettings> = {}) {
-  const events = { polled: [] as ReadOutcome[], failed: [] as Error[], back: [] as [number, string][] };
+  const events = { polled: [] as PollOutcome[], failed: [] as Error[], back: [] as [number, string][] };
   const run = new Poller(
     device.read,
     {
@@ -201,6 +201,35 @@ describe('read polling (src/poller.ts)', function () {
     run.stop();
   });
 
+  it('keeps polling when an event handler throws, and lets no rejection escape', async function () {
+    const rejections: unknown[] = [];
+    const onRejection = (reason: unknown) => rejections.push(reason);
+    process.on('unhandledRejection', onRejection);
+    try {
+      const run = new Poller(
+        device.read,
+        { addresses: [SOC], intervalMs: 1000, keyOf, onlyChange: false, deadBand: parseDeadBand(''), heartbeatMs: 0, perPoint: false },
+        {
+          polled: () => {
+            throw new Error('send failed');
+          },
+          failed: () => undefined,
+          back: () => undefined,
+        },
+        clock,
+      );
+      run.start();
+      await clock.advance(3000);
+      // At 0.1, 1, 2 and 3 s, as without the throw.
+      should(device.asked).have.length(4);
+      run.stop();
+      await settle();
+      should(rejections).eql([]);
+    } finally {
+      process.off('unhandledRejection', onRejection);
+    }
+  });
+
   it('reports nothing after stop, also for a poll under way', async function () {
     let release!: () => void;
     device.hold = new Promise((resolve) => (release = resolve));
@@ -220,7 +249,7 @@ describe('read polling (src/poller.ts)', function () {
 describe('what a read sends (ChangeFilter)', function () {
   const filter = (settings: Partial<ChangeSettings>) =>
     new ChangeFilter({ keyOf, onlyChange: true, deadBand: parseDeadBand(''), heartbeatMs: 0, perPoint: false, ...settings });
-  const keys = (outcome: ReadOutcome) => outcome.sending?.map((r) => r.key);
+  const keys = (outcome: PollOutcome) => outcome.sending?.map((r) => r.key);
 
   it('without only on change sends every value every time', function () {
     const all = filter({ onlyChange: false });
