@@ -58,6 +58,9 @@ export function sessionOf(session: ClientSession | undefined, device: DeviceConf
   return session;
 }
 
+/** What a node sends: one message, or per output a message, a list of messages or null. */
+export type Outgoing = NodeMessage | (NodeMessage | NodeMessage[] | null)[];
+
 /**
  * The input life cycle the device nodes share: opens a session on the device; per message takes the session (a
  * missing or invalid config fails with done(err) and leaves the status that already says so), runs `handle`, sends
@@ -69,11 +72,11 @@ export function serveDevice<M extends NodeMessageInFlow, T = undefined>(
   node: Node,
   device: DeviceConfigNode | undefined,
   missingText: string,
-  handle: (msg: M, session: ClientSession, taken: T) => Promise<NodeMessage | undefined>,
+  handle: (msg: M, session: ClientSession, taken: T) => Promise<Outgoing | undefined>,
   take?: (msg: M) => T,
 ): { readonly closed: boolean; readonly session: ClientSession | undefined } {
   const life = { closed: false, session: device?.open(node) };
-  node.on('input', (msg: NodeMessageInFlow, send: (msg: NodeMessage) => void, done: (error?: Error) => void) => {
+  node.on('input', (msg: NodeMessageInFlow, send: (msg: Outgoing) => void, done: (error?: Error) => void) => {
     const taken = take ? take(msg as M) : (undefined as T);
     let session: ClientSession;
     try {

@@ -103,6 +103,43 @@ async function until(check: () => boolean, timeoutMs: number, what: string): Pro
   }
 }
 
+interface Hooks {
+  add(name: string, hook: (event: any) => void): void;
+  remove(name: string): void;
+}
+const hooks = (helper as unknown as { _RED: { hooks: Hooks } })._RED.hooks;
+
+/**
+ * Runs `act` and resolves when what it starts has gone as far as it goes: the first message each node of `sources`
+ * sends from now on, and all that follows from it, handled (every node that received one has called done; test-helper
+ * sinks excepted).
+ */
+async function settle(sources: string[], act: () => unknown): Promise<void> {
+  const waiting = new Set(sources);
+  const traced = new Set<string>();
+  /** Deliveries of traced messages not yet done, by node and message (a source completing its own is not one). */
+  const open = new Map<string, number>();
+  const count = (key: string, by: number) => open.set(key, (open.get(key) ?? 0) + by);
+  // Counted when sent, as delivery comes a turn later; disabled nodes are not in the flow and receive nothing.
+  hooks.add('onSend.examplesSettle', (events: { source: { id: string }; destination: { id: string }; msg: FlowNode }[]) => {
+    for (const { source, destination, msg } of events) {
+      if (waiting.delete(source.id)) traced.add(msg._msgid);
+      const target = helper.getNode(destination.id);
+      if (traced.has(msg._msgid) && target && target.type !== 'helper') count(`${destination.id} ${msg._msgid}`, 1);
+    }
+  });
+  hooks.add('onComplete.examplesSettle', (event: { node: { id: string }; msg: FlowNode }) => {
+    const key = `${event.node.id} ${event.msg._msgid}`;
+    if (open.get(key)) count(key, -1);
+  });
+  try {
+    await act();
+    await until(() => waiting.size === 0 && [...open.values()].every((n) => n === 0), 15000, 'the flow to settle');
+  } finally {
+    hooks.remove('*.examplesSettle');
+  }
+}
+
 describe('examples', function () {
   this.timeout(40000);
   let simulator: DeviceSimulator;
@@ -303,9 +340,14 @@ describe('examples', function () {
         const { flow, credentials } = prepared(name, simulator, PASSWORD, false);
         for (const node of flow) if (node.type === 'localbattery-password') credentials[node.id] = { password: 'my-new-pass' };
         await helper.load([...OUR_NODES, ...CORE_NODES], flow, credentials);
-        for (const inject of flow.filter((node) => node.type === 'inject')) helper.getNode(inject.id).receive({});
-        // Long enough for polls, the zero feed-in loop and every click to have gone as far as they go.
-        await new Promise((resolve) => setTimeout(resolve, 3000));
+        // Every click, and each polling read node's first poll, as far as they go.
+        const injects = flow.filter((node) => node.type === 'inject').map((node) => node.id);
+        const pollers = flow
+          .filter((node) => node.type === 'localbattery-read' && Number(node.interval) > 0 && !node.d)
+          .map((node) => node.id);
+        await settle([...injects, ...pollers], () => {
+          for (const id of injects) helper.getNode(id).receive({});
+        });
         const stats = simulator.stats;
         const writes = Object.entries(stats.byOperation).filter(([operation]) => isWriteOperation(operation));
         writes.should.eql([], `${name}: requests that change the device before arming`);
@@ -481,11 +523,11 @@ describe('Home Assistant (MQTT discovery) example', function () {
   });
 
   it('does not touch the battery until armed', async () => {
-    const { serial } = await run(false);
+    const { flow, serial } = await run(false);
     const startMode = simulator.workingMode;
-    await broker.publish(`localbattery/${serial}/control/set`, 'Charge');
-    // Nothing to wait for when nothing happens: give a command the time it takes when armed.
-    await new Promise((resolve) => setTimeout(resolve, 3000));
+    const commands = flow.filter((node) => node.type === 'mqtt in' && /control\/set$/.test(node.topic)).map((node) => node.id);
+    should(commands).have.length(1);
+    await settle(commands, () => broker.publish(`localbattery/${serial}/control/set`, 'Charge'));
     simulator.workingMode.should.equal(startMode);
     (simulator.stats.byOperation['Vendor.SetData'] ?? 0).should.equal(0);
   });
@@ -557,9 +599,9 @@ describe('Dashboard example', function () {
       .should.eql(['Battery', 'Solar', 'Grid', 'AC output']);
     chart.slice(0, 4).forEach((msg) => should(msg.payload).be.a.Number());
 
-    // Not armed: a press of Charge reaches no device (the time it takes when armed, then nothing was written).
-    widget('ui-button: Charge').send({ topic: 'state', payload: 'charge' });
-    await new Promise((resolve) => setTimeout(resolve, 2500));
+    // Not armed: a press of Charge reaches no device (it went as far as it goes, and nothing was written).
+    const charge = widget('ui-button: Charge');
+    await settle([charge.id], () => charge.send({ topic: 'state', payload: 'charge' }));
     simulator.workingMode.should.equal(1);
     should(simulator.stats.byOperation['Vendor.SetData'] ?? 0).equal(0);
   });

@@ -205,6 +205,20 @@ describe('localbattery-read node', function () {
     should(simulator.stats.byOperation['Vendor.GetData']).equal(1);
   });
 
+  it('reads the points of msg.points when the node has none, and fails a message without them', async function () {
+    simulator = await startSimulator({ timeScale: 0 });
+    await load(simulator, [reader({ points: [] }), reader({ id: 'read2', points: undefined })]);
+    const messages = collect('out');
+    const caught = collect('caught');
+    for (const id of ['read1', 'read2']) helper.getNode(id).receive({ points: 'batterySoc', tag: id });
+    helper.getNode('read1').receive({ tag: 'none' });
+    await until(() => messages.length === 2 && caught.length === 1, 5000, 'two reads and an error');
+    for (const msg of messages) should(msg.payload).eql({ batterySoc: expectedValue(simulator, addressOf('batterySoc')) });
+    should(messages.map((m) => m.tag).sort()).eql(['read1', 'read2']);
+    should(caught[0].tag).equal('none');
+    should(caught[0].error.message).match(/Invalid points: got \[\]/);
+  });
+
   it('sends an invalid msg.points to Catch, naming the field and what is allowed, and asks the device nothing', async function () {
     simulator = await startSimulator();
     await load(simulator, [reader()]);
@@ -386,10 +400,9 @@ describe('localbattery-read node', function () {
   });
 
   it('reports an outage once, polls less often while the device is away, and says once that it is back', async function () {
-    this.timeout(60000);
-    // The real back-off grows to a minute; 4 s lets a 20 s outage show the same shape.
+    // The back-off's shape up to its minute is tested on a manual clock (poller.test.ts); a 2 s cap shows it here.
     const cap = readNode.pollBackoff.maxMs;
-    readNode.pollBackoff.maxMs = 4000;
+    readNode.pollBackoff.maxMs = 2000;
     try {
       simulator = await startSimulator({ timeScale: 0 });
       await load(simulator, [reader({ interval: 1 })]);
@@ -408,16 +421,16 @@ describe('localbattery-read node', function () {
       simulator.setFault('offline');
       await simulator.ready();
       const away = Date.now();
-      await sleep(20000);
+      // The third poll is only due once the second has failed, so both failures have been handled by then.
+      await until(() => attempts.filter((at) => at >= away).length >= 3, 10000, 'three polls while away');
       const during = attempts.filter((at) => at >= away);
       should(caught).have.length(1);
       should(caught[0].error).have.properties({ code: 'UNREACHABLE' });
       should(caught[0].error.source.id).equal('read1');
       should(statusesOf(read).some((s) => s.fill === 'red' && s.text === 'unreachable')).be.true();
-      // 1, 2, 4, 4, … s apart instead of every second.
-      should(during.length).be.within(5, 8);
+      // 2 s apart instead of every second.
       const gaps = during.slice(1).map((at, i) => at - during[i]);
-      should(gaps[gaps.length - 1]).be.within(3500, 4600);
+      for (const gap of gaps) should(gap).be.within(1500, 2600);
       should(callsOf(read, 'log')).be.empty();
 
       simulator.setFault(null);
@@ -432,7 +445,7 @@ describe('localbattery-read node', function () {
       should(caught).have.length(1);
       should(callsOf(read, 'log')).have.length(1);
       should(lastStatus(read)).have.properties({ fill: 'green', shape: 'dot' });
-      console.log(`      ${during.length} polls in a 20 s outage, ${gaps.map((g) => (g / 1000).toFixed(1)).join(', ')} s apart`);
+      console.log(`      ${during.length} polls while away, ${gaps.map((g) => (g / 1000).toFixed(1)).join(', ')} s apart`);
     } finally {
       readNode.pollBackoff.maxMs = cap;
     }
@@ -454,7 +467,17 @@ describe('localbattery-read node', function () {
       device.credentials,
     );
     const caught = collect('caught');
-    await sleep(3500);
+    const client = (helper.getNode('device1') as unknown as { client: DeviceClient }).client;
+    const polls: Promise<unknown>[] = [];
+    const readOnce = client.read.bind(client);
+    client.read = (addresses: number[]) => {
+      const poll = readOnce(addresses);
+      polls.push(poll);
+      return poll;
+    };
+    await until(() => polls.length >= 2, 5000, 'two polls');
+    await polls[1].catch(() => undefined);
+    await new Promise((resolve) => setImmediate(resolve));
     should(caught.map((msg) => msg.error.code)).eql(['UNAUTHORIZED']);
     helper.getNode('read1').receive({ payload: 'one' });
     helper.getNode('read1').receive({ payload: 'two' });
@@ -466,11 +489,10 @@ describe('localbattery-read node', function () {
   });
 
   it('only on change with a dead band: a numeric point counts as changed when it moves by more than its band', async function () {
-    this.timeout(30000);
+    // The rules are tested in poller.test.ts; here the setting reaches them. The mode changes in the app, no request.
     simulator = await startSimulator({ timeScale: 0 });
-    await load(simulator, [reader({ points: ['backupSoc', 'feedInPowerLimit'], onlyChange: true, deadband: '50, backupSoc=2' })]);
+    await load(simulator, [reader({ points: ['workingMode', 'batterySoc'], onlyChange: true, deadband: '50, workingMode=3.5' })]);
     const read = helper.getNode('read1');
-    const client = (helper.getNode('device1') as unknown as { client: DeviceClient }).client;
     const messages = collect('out');
     const reads = () => statusesOf(read).filter((s) => readStatus.test(s.text ?? '')).length;
     /** How many messages one read sends. */
@@ -481,72 +503,122 @@ describe('localbattery-read node', function () {
       await sleep(50);
       return messages.length - before;
     };
-    await client.write('backupSocSetting', 10);
-    await client.write('feedInPowerLimitSetting', 800);
+    simulator.changeWorkingMode(1);
     should(await readNow()).equal(1);
-    await client.write('backupSocSetting', 12);
-    await client.write('feedInPowerLimitSetting', 850);
-    should(await readNow()).equal(0, 'within both bands');
-    await client.write('feedInPowerLimitSetting', 851);
-    should(await readNow()).equal(1, 'the feed-in limit moved 51 W');
-    should(messages[messages.length - 1].payload).eql({ backupSoc: 12, feedInPowerLimit: 851 });
-    await client.write('backupSocSetting', 15);
-    should(await readNow()).equal(1, 'the backup SOC moved 3 %');
+    simulator.changeWorkingMode(4);
+    should(await readNow()).equal(0, 'moved 3, within its band');
+    simulator.changeWorkingMode(5);
+    should(await readNow()).equal(1, 'moved 4 from the value sent last');
+    should(messages[messages.length - 1].payload).eql({ workingMode: 5, batterySoc: expectedValue(simulator, addressOf('batterySoc')) });
   });
 
   it('only on change with a heartbeat: sends the current values again after its time without a change', async function () {
-    this.timeout(20000);
     simulator = await startSimulator({ timeScale: 0 });
     await load(simulator, [reader({ points: ['batterySoc'], interval: 1, onlyChange: true, heartbeat: 3 })]);
     const messages = collect('out');
     const times: number[] = [];
     const started = Date.now();
     helper.getNode('out').on('input', () => times.push(Date.now() - started));
-    await sleep(7600);
-    // Unchanged values: the first read, then one every 3 s.
-    should(messages.length).equal(3);
+    const reads = () => statusesOf(helper.getNode('read1')).filter((s) => readStatus.test(s.text ?? '')).length;
+    await until(() => messages.length >= 2, 8000, 'the heartbeat');
+    // Unchanged values: the first read, then after 3 s; the two polls between sent nothing.
+    should(messages.length).equal(2);
+    should(reads()).be.aboveOrEqual(4);
     should(times[1] - times[0]).be.within(2800, 3600);
     for (const msg of messages) should(msg.payload).eql({ batterySoc: expectedValue(simulator, addressOf('batterySoc')) });
   });
 
-  it('rejects an invalid dead band or heartbeat, naming the field', async function () {
+  it('only on change, one message per point: each point has its own heartbeat, so a changing one starves no other', async function () {
+    simulator = await startSimulator({ timeScale: 0 });
+    await load(simulator, [reader({ points: ['workingMode', 'batterySoc'], output: 'split', onlyChange: true, heartbeat: 1.5 })]);
+    const read = helper.getNode('read1');
+    const messages = collect('out');
+    const reads = () => statusesOf(read).filter((s) => readStatus.test(s.text ?? '')).length;
+    /** The topics one read sends; the working mode changes (in the app) before each. */
+    const topics: string[][] = [];
+    for (const mode of [1, 4, 1]) {
+      simulator.changeWorkingMode(mode);
+      const [before, count] = [messages.length, reads()];
+      read.receive({});
+      await until(() => reads() === count + 1, 5000, 'a read');
+      await sleep(50);
+      topics.push(messages.slice(before).map((m) => m.topic));
+    }
+    // The reads are a second apart (the device's spacing): the SOC's heartbeat is due by the third at the latest.
+    should(topics.map((list) => list.includes('workingMode'))).eql([true, true, true]);
+    should(topics[0]).containEql('batterySoc');
+    should(topics[1].includes('batterySoc') || topics[2].includes('batterySoc')).be.true();
+  });
+
+  it('rejects an invalid dead band or heartbeat, naming the field, and keeps saying so while others connect', async function () {
     simulator = await startSimulator();
     await load(simulator, [
       reader({ onlyChange: true, deadband: 'batterySoc=-1' }),
       reader({ id: 'read2', onlyChange: true, heartbeat: 0.5 }),
+      reader({ id: 'read3', points: [] }),
+      reader({ id: 'read4' }),
     ]);
     should(String(callsOf(helper.getNode('read1'), 'error')[0][0])).match(/dead band/);
     should(String(callsOf(helper.getNode('read2'), 'error')[0][0])).match(/heartbeat.*1 to 86400 seconds/);
+    const output = nextInput(helper.getNode('out'));
+    helper.getNode('read4').receive({});
+    await output;
+    const invalid = { fill: 'red', shape: 'ring', text: text('localbattery-read.status.invalid') };
+    for (const id of ['read1', 'read2']) should(lastStatus(helper.getNode(id))).eql(invalid);
+    // Without points a node still reads those of msg.points: it follows the connection.
+    should(lastStatus(helper.getNode('read3'))).eql({ fill: 'green', shape: 'dot', text: text('localbattery-device.status.connected') });
   });
 
   it('reports an invalid configuration at start and on input, and does not poll', async function () {
     simulator = await startSimulator();
-    await load(simulator, [
-      reader({ points: ['batterySoc', 'noSuchPoint'], interval: 1 }),
-      reader({ id: 'read2', interval: '0.5' }),
-      reader({ id: 'read3', points: [] }),
-      reader({ id: 'read4', device: '', interval: 1 }),
-      reader({ id: 'read5', interval: '0x5' }),
-    ]);
-    const invalid = { fill: 'red', shape: 'ring', text: text('localbattery-read.status.invalid') };
-    should(callsOf(helper.getNode('read1'), 'error')[0][0]).match(/Invalid points: got "noSuchPoint", allowed is/);
-    should(callsOf(helper.getNode('read2'), 'error')[0][0]).match(/Invalid interval: got "0.5", allowed is empty or 0/);
-    should(callsOf(helper.getNode('read3'), 'error')[0][0]).match(/Invalid points: got \[\]/);
-    should(callsOf(helper.getNode('read5'), 'error')[0][0]).match(/Invalid interval: got "0x5", allowed is empty or 0/);
-    for (const id of ['read1', 'read2', 'read3', 'read5']) should(lastStatus(helper.getNode(id))).eql(invalid);
-    should(lastStatus(helper.getNode('read4'))).eql({ fill: 'red', shape: 'ring', text: text('localbattery-read.errors.noDevice') });
+    // A valid node on another device shows when the first polls were due: they start on the same 100 ms boundary.
+    const other = await startSimulator({ timeScale: 0 });
+    const device = deviceConfig(simulator);
+    const otherDevice = deviceConfig(other, 'device2');
+    try {
+      const firstPoll = helper
+        .load(
+          nodes,
+          [
+            device.node,
+            otherDevice.node,
+            reader({ points: ['batterySoc', 'noSuchPoint'], interval: 1 }),
+            reader({ id: 'read2', interval: '0.5' }),
+            reader({ id: 'read3', points: [] }),
+            reader({ id: 'read4', device: '', interval: 1 }),
+            reader({ id: 'read5', interval: '0x5' }),
+            reader({ id: 'read6', device: 'device2', interval: 1, wires: [['out6']] }),
+            { id: 'out6', type: 'helper' },
+            { id: 'catch1', type: 'catch', scope: null, uncaught: false, wires: [['caught']] },
+            { id: 'caught', type: 'helper' },
+          ],
+          { ...device.credentials, ...otherDevice.credentials },
+        )
+        .then(() => nextInput(helper.getNode('out6')));
+      await firstPoll;
+      const invalid = { fill: 'red', shape: 'ring', text: text('localbattery-read.status.invalid') };
+      should(callsOf(helper.getNode('read1'), 'error')[0][0]).match(/Invalid points: got "noSuchPoint", allowed is/);
+      should(callsOf(helper.getNode('read2'), 'error')[0][0]).match(/Invalid interval: got "0.5", allowed is empty or 0/);
+      should(callsOf(helper.getNode('read3'), 'error')[0][0]).match(/Invalid points: got \[\]/);
+      should(callsOf(helper.getNode('read5'), 'error')[0][0]).match(/Invalid interval: got "0x5", allowed is empty or 0/);
+      for (const id of ['read1', 'read2', 'read3', 'read5']) should(lastStatus(helper.getNode(id))).eql(invalid);
+      should(lastStatus(helper.getNode('read4'))).eql({ fill: 'red', shape: 'ring', text: text('localbattery-read.errors.noDevice') });
+      should(simulator.stats.requests).equal(0);
 
-    const caught = collect('caught');
-    for (const id of ['read1', 'read2', 'read3', 'read4']) helper.getNode(id).receive({});
-    await until(() => caught.length === 4, 5000, 'four errors');
-    should(caught.map((m) => m.error.source.id).sort()).eql(['read1', 'read2', 'read3', 'read4']);
-    should(caught.find((m) => m.error.source.id === 'read4').error.message).equal(`Error: ${text('localbattery-read.errors.noDevice')}`);
-    await sleep(1300);
-    should(simulator.stats.requests).equal(0);
+      const caught = collect('caught');
+      for (const id of ['read1', 'read2', 'read3', 'read4']) helper.getNode(id).receive({});
+      await until(() => caught.length === 4, 5000, 'four errors');
+      should(caught.map((m) => m.error.source.id).sort()).eql(['read1', 'read2', 'read3', 'read4']);
+      should(caught.find((m) => m.error.source.id === 'read4').error.message).equal(`Error: ${text('localbattery-read.errors.noDevice')}`);
+      should(simulator.stats.requests).equal(0);
+    } finally {
+      await helper.unload();
+      await other.stop();
+    }
   });
 
   it('stops on redeploy while a poll is in flight: nothing after close, no timer, no unhandled rejection', async function () {
-    simulator = await startSimulator({ timeScale: 0, slowDelayMs: 1500 });
+    simulator = await startSimulator({ timeScale: 0, slowDelayMs: 1000 });
     simulator.setFault('slow');
     const rejections: unknown[] = [];
     const onRejection = (reason: unknown) => rejections.push(reason);
@@ -569,7 +641,8 @@ describe('localbattery-read node', function () {
       await until(() => simulator.stats.requests === 1, 3000, 'a poll in flight');
       await helper.unload();
       const requests = simulator.stats.requests;
-      await sleep(2500);
+      // Past the slow answer and the next tick.
+      await sleep(1500);
       should(afterClose).eql([]);
       should(rejections).eql([]);
       should(simulator.stats.requests).equal(requests);
