@@ -30,6 +30,7 @@
  * nothing (keep), as configured.
  */
 import { decimalNumber } from './numbers';
+import type { NumberRule } from './inputs';
 
 /** A plant the regulator is built for: dead time and first-order lag of the battery, delay of the meter (s). */
 export interface PlantBound {
@@ -84,6 +85,19 @@ export const REGULATOR_DEFAULTS = {
   onStop: 'self-consumption' as OnStop,
   gridCharge: false,
 } as const;
+
+/** Bounds of the node's number settings (the power and SOC ones come from the control write's points). */
+export const ZERO_FEED_IN_RULES = {
+  target: { min: -10000, max: 10000, unit: 'W' },
+  deadBand: { min: 0, max: 1000, unit: 'W' },
+  meterInterval: { min: 1, max: 3600, unit: 'seconds' },
+  meterTimeout: { min: 1, max: 3600, unit: 'seconds' },
+} as const satisfies Record<string, NumberRule>;
+
+export const METER_SOURCES = ['message', 'device'] as const;
+export type MeterSource = (typeof METER_SOURCES)[number];
+export const ON_TIMEOUT: readonly OnTimeout[] = ['standby', 'self-consumption', 'keep'];
+export const ON_STOP: readonly OnStop[] = ['self-consumption', 'standby', 'keep'];
 
 export type DecisionAction = 'set' | 'hold' | 'standby' | 'self-consumption';
 
