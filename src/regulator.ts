@@ -274,10 +274,14 @@ export class Regulator {
     return decision('set', reason, next);
   }
 
-  /** Every reading ought to come within the time-out: returns the configured action once when it has not. */
+  /**
+   * Every reading ought to come within the time-out: returns the configured action once when it has not, while the
+   * regulator steers (a meter that never spoke since the start or a hand-back leaves the battery alone).
+   */
   tick(now: number): Decision | undefined {
     const { meterTimeoutMs, onTimeout } = this.settings;
-    if (!this.on || this.timedOut || now - this.lastReading <= meterTimeoutMs) return undefined;
+    const steering = this.acknowledged !== undefined || this.pending !== undefined;
+    if (!this.on || !steering || this.timedOut || now - this.lastReading <= meterTimeoutMs) return undefined;
     this.timedOut = true;
     if (onTimeout === 'keep') return undefined;
     const action: DecisionAction = onTimeout === 'standby' ? 'standby' : 'self-consumption';

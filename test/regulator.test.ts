@@ -373,6 +373,17 @@ describe('zero feed-in regulator (src/regulator.ts) against a simulated plant', 
     regulator.enable(true, 60000);
     should(regulator.tick(65000)).be.undefined();
     should(regulator.meter(900, 65000)).containEql({ action: 'set', setpoint: 900 });
+    regulator.acknowledge(900, 65100);
+    should(regulator.tick(70000)).be.undefined();
+    should(regulator.tick(75100)).containEql({ action: 'standby', reason: 'meter timeout' });
+  });
+
+  it('a meter that never spoke leaves the battery alone: no time-out action before the first setpoint', function () {
+    const regulator = new Regulator(SETTINGS, 0);
+    should(regulator.tick(60000)).be.undefined();
+    regulator.meter(400, 60000);
+    regulator.failed();
+    should(regulator.tick(120000)).be.undefined();
   });
 
   it('below the minimum power it stands by, and small errors inside the dead band change nothing', function () {
