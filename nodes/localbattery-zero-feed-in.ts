@@ -7,7 +7,14 @@
 import type { Node, NodeAPI, NodeDef, NodeMessageInFlow } from 'node-red';
 import { REAL_TIME, pointByName } from '../src/catalogue';
 import type { ClientSession } from '../src/client';
-import { CONTROL_DEFAULTS, RealTimeController, parseControl, type ControlCommand, type ControllerSettings } from '../src/control';
+import {
+  CONTROL_DEFAULTS,
+  RealTimeController,
+  STATE_CODES,
+  parseControl,
+  type ControlCommand,
+  type ControllerSettings,
+} from '../src/control';
 import { ValidationError } from '../src/errors';
 import { zeroFeedInSettings, type ZeroFeedInSettings } from '../src/inputs';
 import { Regulator, gridReading, type Decision, type OnStop } from '../src/regulator';
@@ -37,6 +44,8 @@ const SOC = address('batterySoc');
 const SELF_CONSUMPTION = 1;
 /** With the meter from messages, battery power and SOC are read this often (one request, shared with the others). */
 const STATE_READ_MS = 30000;
+/** How long before its acknowledgement a write may have been carried out (the specification's response time). */
+const ANSWER_MS = 1000;
 /** How often a silent meter is looked for. */
 const TICK_MS = 250;
 /** A hand-back on closing may take this long (a request waiting behind others); Node-RED's own limit is 15 s. */
@@ -106,6 +115,27 @@ export = function (RED: NodeAPI) {
     const controller = new RealTimeController(live, controlOptions);
     /** The hand-back under way (disable, time-out), so that a close waits for it rather than racing it. */
     let handing: Promise<void> | undefined;
+    /** When this node's last write was acknowledged (performance.now(), as the queue's known values). */
+    let ownWriteAt = -Infinity;
+
+    /**
+     * Another writer in this process (a control or write node, a dashboard button) changed the setpoint or the working
+     * mode since this node's last write: that is the state now, and the next reading steers from it.
+     */
+    function followOthers(): void {
+      const mode = live.knownValue(REAL_TIME.modeAddress);
+      const state = live.knownValue(REAL_TIME.stateAddress);
+      const power = live.knownValue(REAL_TIME.powerAddress);
+      const newest = Math.max(mode?.at ?? -Infinity, state?.at ?? -Infinity);
+      if (newest <= ownWriteAt) return;
+      ownWriteAt = newest;
+      if (mode && mode.at === newest && mode.value !== REAL_TIME.mode) regulator.handedBack();
+      else if (state && power && typeof power.value === 'number') {
+        const watts = state.value === STATE_CODES.charge ? -power.value : state.value === STATE_CODES.discharge ? power.value : 0;
+        // Carried out when it arrived, up to an answer time before it was acknowledged.
+        regulator.acknowledge(watts, newest, newest - ANSWER_MS);
+      }
+    }
 
     function later(run: () => void, ms: number): void {
       if (closed) return;
@@ -162,6 +192,7 @@ export = function (RED: NodeAPI) {
         const outcome = await controller.apply(command);
         if (outcome.status === 'superseded') regulator.failed();
         else regulator.acknowledge(signedPower(command), now());
+        ownWriteAt = now();
         status(undefined);
       } catch (error) {
         regulator.failed();
@@ -174,6 +205,7 @@ export = function (RED: NodeAPI) {
       try {
         if (how === 'self-consumption') {
           await live.write(REAL_TIME.modeAddress, SELF_CONSUMPTION);
+          ownWriteAt = now();
           regulator.handedBack();
         } else if (how === 'standby') {
           await send(0);
@@ -194,6 +226,8 @@ export = function (RED: NodeAPI) {
       if (closed) return;
       if (soc !== undefined) regulator.observeSoc(soc, now());
       if (!regulator.enabled || handing) return;
+      // While a write of this node is on its way, what the queue knows may be that write.
+      if (!regulator.inFlight) followOthers();
       act(regulator.meter(grid, now(), battery));
     }
 

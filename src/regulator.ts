@@ -65,9 +65,13 @@ export interface RegulatorSettings {
   slow: PlantBound;
 }
 
-/** The range the issue names: dead time 0.5 to 2 s, lag 0.5 to 5 s, meter delay up to 2 s. */
+/**
+ * The slowest plant is the range's end: dead time 2 s, lag 5 s, the meter 2 s late. The fastest is taken as instant
+ * (the device may carry a setpoint out when it arrives, up to a second before its answer, and a meter reading may be
+ * newer than the answer), which costs nothing on a step and keeps every faster battery inside the bounds.
+ */
 export const PLANT_BOUNDS: { fast: PlantBound; slow: PlantBound } = {
-  fast: { deadTimeS: 0.5, lagS: 0.5, meterDelayS: 0 },
+  fast: { deadTimeS: 0, lagS: 0.1, meterDelayS: 0 },
   slow: { deadTimeS: 2, lagS: 5, meterDelayS: 2 },
 };
 
@@ -197,11 +201,10 @@ export class Regulator {
   }
 
   /**
-   * The device acknowledged `value` (or another writer's setpoint became known). The setpoint before it, as far as
-   * the models go, is what was in force.
+   * The device acknowledged `value` at `now`. For this regulator's own setpoint the fast model starts from when it was
+   * decided; for another writer's, give `sentAt` (the earliest the device may have carried it out).
    */
-  acknowledge(value: number, now: number): void {
-    const sentAt = this.pending?.value === value ? this.pending.sentAt : now;
+  acknowledge(value: number, now: number, sentAt = this.pending?.value === value ? this.pending.sentAt : now): void {
     this.pending = undefined;
     this.acknowledged = value;
     this.history.push({ value, sentAt, ackAt: now });

@@ -2,13 +2,14 @@
 import should from 'should';
 import deviceNode = require('../nodes/localbattery-device');
 import zeroNode = require('../nodes/localbattery-zero-feed-in');
+import controlNode = require('../nodes/localbattery-control');
 import { REAL_TIME } from '../src/catalogue';
 import { STATE_CODES } from '../src/control';
 import type { DeviceSimulator } from '../src/simulator';
 import { PASSWORD, deviceConfig, helper, startSimulator } from './support';
 import { inEnglish, lastStatus, nextInput, statusesOf, until } from './node-support';
 
-const nodes = [inEnglish(deviceNode), inEnglish(zeroNode)];
+const nodes = [inEnglish(deviceNode), inEnglish(zeroNode), inEnglish(controlNode)];
 
 async function load(simulator: DeviceSimulator, zero: Record<string, unknown> = {}) {
   const device = deviceConfig(simulator);
@@ -18,6 +19,7 @@ async function load(simulator: DeviceSimulator, zero: Record<string, unknown> = 
     { id: 'out', type: 'helper' },
     { id: 'catch1', type: 'catch', scope: null, uncaught: false, wires: [['caught']] },
     { id: 'caught', type: 'helper' },
+    { id: 'control1', type: 'localbattery-control', device: 'device1', power: 800, chargeSoc: 100, dischargeSoc: 10, wires: [[]] },
   ];
   await helper.load(nodes, flow, device.credentials);
   const outputs: any[] = [];
@@ -101,8 +103,8 @@ describe('localbattery-zero-feed-in node', function () {
   it('a silent meter leads to standby within the time-out plus one interval', async function () {
     simulator = await startSimulator({ workingMode: 5 });
     const { node, outputs } = await load(simulator, { meterTimeout: 2, onTimeout: 'standby' });
-    node.receive({ payload: 500 });
-    await until(() => simulator.controlState === STATE_CODES.discharge, 10000, 'discharging');
+    const feeding = setInterval(() => node.receive({ payload: 500 }), 500);
+    await until(() => simulator.controlState === STATE_CODES.discharge, 10000, 'discharging').finally(() => clearInterval(feeding));
     const last = Date.now();
     node.receive({ payload: 480 });
     await until(() => outputs.some((m) => m.payload.reason === 'meter timeout'), 6000, 'the time-out decision');
@@ -132,6 +134,23 @@ describe('localbattery-zero-feed-in node', function () {
     should(writes(simulator)).equal(before);
     node.receive({ enable: true, payload: 900 });
     await until(() => simulator.workingMode === REAL_TIME.mode, 10000, 'real-time control again');
+  });
+
+  it("takes another writer's setpoint as its state: the next reading steers from there", async function () {
+    simulator = await startSimulator({ workingMode: 5 });
+    const { node, outputs } = await load(simulator, { onStop: 'keep' });
+    stopFeed = feedMeter(simulator, node);
+    await until(() => simulator.workingMode === REAL_TIME.mode && Math.abs(simulator.meterPower) <= 50, 15000, 'meter near 0 W');
+    // A control node (a dashboard button) charges with 800 W: the grid imports that much more.
+    helper.getNode('control1').receive({ payload: -800 });
+    await until(() => simulator.controlState === STATE_CODES.charge, 10000, 'charging');
+    const from = outputs.length;
+    // Zero feed-in is on: it takes the battery back to the load, in one step from -800 W (not from its own last one).
+    await until(() => simulator.controlState !== STATE_CODES.charge && Math.abs(simulator.meterPower) <= 50, 15000, 'meter near 0 W again');
+    const netLoad = simulator.meterPower + simulator.batteryPower;
+    const moves = outputs.slice(from).filter((m) => m.payload.reason === 'load');
+    should(moves[0].payload.setpoint).be.within(netLoad - 60, netLoad + 60);
+    should(simulator.stats.violations).be.empty();
   });
 
   it('refuses a msg.enable that is not true or false', async function () {
