@@ -10,3 +10,4 @@ export * from './password-crypto';
 export * from './discovery';
 export * from './simulator';
 export * from './control';
+export * from './regulator';

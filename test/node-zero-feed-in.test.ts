@@ -182,6 +182,32 @@ describe('localbattery-zero-feed-in node', function () {
     });
   }
 
+  it('a stop while the device does not answer still ends, bounded, without an uncaught error', async function () {
+    simulator = await startSimulator({ workingMode: 5 });
+    const { node } = await load(simulator);
+    node.receive({ payload: 600 });
+    await until(() => simulator.controlState === STATE_CODES.discharge, 10000, 'discharging');
+    simulator.setFault('timeout');
+    const started = Date.now();
+    // The hand-back waits for the client's time-out (2 s here), far under Node-RED's 15 s for a close.
+    await helper.unload();
+    should(Date.now() - started).be.below(12000);
+    simulator.setFault(null);
+  });
+
+  it('settings from environment variables (${NAME}), as Node-RED puts them in', async function () {
+    process.env.LB_ZERO_MAX = '150';
+    try {
+      simulator = await startSimulator({ workingMode: 5 });
+      const { node } = await load(simulator, { maxDischarge: '${LB_ZERO_MAX}', onStop: 'keep' });
+      node.receive({ payload: 900 });
+      await until(() => simulator.controlState === STATE_CODES.discharge, 10000, 'discharging');
+      should(simulator.control.power).equal(150);
+    } finally {
+      delete process.env.LB_ZERO_MAX;
+    }
+  });
+
   it('a full redeploy hands back before the new flow steers again; the password appears nowhere', async function () {
     simulator = await startSimulator({ workingMode: 5 });
     const log = helper.log();
