@@ -179,10 +179,14 @@ export = function (RED: NodeAPI) {
       status(decision);
     }
 
+    /** The last warning logged: a device that stays away is logged once, not at every reading. */
+    let warned: string | undefined;
     function failure(error: unknown): void {
       if (closed) return;
       node.status(errorStatus(error));
-      node.warn((error as Error)?.message ?? String(error));
+      const message = (error as Error)?.message ?? String(error);
+      if (message !== warned) node.warn(message);
+      warned = message;
     }
 
     /** Sends a setpoint (W, signed); the regulator learns whether the device acknowledged it. Never rejects. */
@@ -193,6 +197,7 @@ export = function (RED: NodeAPI) {
         if (outcome.status === 'superseded') regulator.failed();
         else regulator.acknowledge(signedPower(command), now());
         ownWriteAt = now();
+        warned = undefined;
         status(undefined);
       } catch (error) {
         regulator.failed();
