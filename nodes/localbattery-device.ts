@@ -148,19 +148,40 @@ export = function (RED: NodeAPI) {
       if (client.state !== 'unknown' && client.state !== 'ok') user.status(statusOf(client.state));
       return session;
     };
-    node.leave = (user: Node) => {
-      users.get(user)?.close();
+    /** Users' last work on closing (a hand-back): the client stays until it has settled. */
+    const farewells = new Set<Promise<void>>();
+    node.leave = (user: Node, after?: Promise<unknown>) => {
+      const session = users.get(user);
       users.delete(user);
+      if (!after) {
+        session?.close();
+        return;
+      }
+      const farewell: Promise<void> = after
+        .then(
+          () => undefined,
+          () => undefined,
+        )
+        .finally(() => {
+          session?.close();
+          farewells.delete(farewell);
+        });
+      farewells.add(farewell);
     };
 
-    // What still waits is rejected; no timer is left.
+    // What still waits is rejected, after the users' farewells; no timer is left. Node-RED calls every close handler
+    // of a stop in one go, in an order that depends on the flows: on the next turn every user's farewell is known.
     node.on('close', (done: () => void) => {
-      for (const session of users.values()) session.close();
-      users.clear();
-      client?.close();
-      client = undefined;
-      node.client = undefined;
-      done();
+      setImmediate(() => {
+        for (const session of users.values()) session.close();
+        users.clear();
+        void Promise.all(farewells).then(() => {
+          client?.close();
+          client = undefined;
+          node.client = undefined;
+          done();
+        });
+      });
     });
   }
 

@@ -14,8 +14,11 @@ export interface DeviceConfigNode extends Node {
    * configuration is invalid (the user's status then says so). Opening again replaces the user's session.
    */
   open(user: Node): ClientSession | undefined;
-  /** Closes the session of `user`. */
-  leave(user: Node): void;
+  /**
+   * Closes the session of `user`; with `after`, once that work (a hand-back on closing) has settled, and the
+   * configuration's own close waits for it.
+   */
+  leave(user: Node, after?: Promise<unknown>): void;
 }
 
 /** Looks up the config node and returns it, or sets an error status and returns undefined. */

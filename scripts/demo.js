@@ -14,10 +14,13 @@ const userDir = process.env.DEMO_DIR ? path.resolve(process.env.DEMO_DIR) : path
 const pkg = require('../package.json');
 const DEMO_PASSWORD = 'demo-pass-1';
 const DEMO_EXAMPLES = ['Monitoring.json', 'Dashboard.json', 'Zero feed-in.json'];
-// Examples whose writing nodes the demo enables: the simulator is no battery to protect. The others stay inert as
-// imported, so only the dashboard steers the battery (zero feed-in would overrule its buttons within seconds).
+// Examples whose writing nodes the demo enables: the simulator is no battery to protect. The dashboard's zero feed-in
+// runs from the start against the simulator's house (its switch on the page turns it off for the buttons). The others
+// stay inert as imported, so that one regulator steers: the Zero feed-in tab's own would fight the dashboard's.
 const ARMED_EXAMPLES = ['Dashboard.json'];
-const WRITING_TYPES = ['localbattery-control', 'localbattery-write'];
+const WRITING_TYPES = ['localbattery-control', 'localbattery-write', 'localbattery-zero-feed-in'];
+// The demo has no MQTT broker: inputs from one stay disabled (they would only retry a connection).
+const NEEDS_BROKER = ['mqtt in', 'mqtt out'];
 const DASHBOARD = '@flowfuse/node-red-dashboard';
 const DASHBOARD_PATH = '/dashboard/battery';
 
@@ -63,6 +66,7 @@ function demoFlows(port) {
         if (ARMED_EXAMPLES.includes(file)) delete copy.d;
         else copy.d = true;
       }
+      if (NEEDS_BROKER.includes(copy.type)) copy.d = true;
       flows.push(copy);
     }
   }
@@ -108,7 +112,8 @@ function linkDemoModules() {
 async function main() {
   const simPort = await freePort(18080);
   const uiPort = process.env.DEMO_PORT ? Number(process.env.DEMO_PORT) : await freePort(1880);
-  // Self-consumption at start: the battery follows the house until a dashboard button takes over.
+  // Self-consumption at start, until the dashboard's zero feed-in takes over within a second; its meter is the
+  // simulator's meter point (11016), which the battery's power changes.
   const simulator = new DeviceSimulator({
     host: '127.0.0.1',
     port: simPort,

@@ -6,7 +6,7 @@
 // option to leave them out, so this script runs its CLI with itself preloaded: the catalogue look-up is answered with
 // an empty catalogue and P08 and N01 are reported as not run; node-red's dist-tags and engines come from `npm view`
 // (the registry's own client). Every other request fails. All other checks run as they are, and every one must pass;
-// all seven node types must parse (an object literal in registerType) and every flow node type needs an example.
+// all eight node types must parse (an object literal in registerType) and every flow node type needs an example.
 //
 // Usage: node scripts/validate.js   (exit code 0 when green)
 'use strict';

@@ -7,7 +7,16 @@
 import { POWER_LIMIT, describeAllowed, resolveWritePoint, validateWrite, type PowerLimits } from './catalogue';
 import { checkControlSettings, type ControlSettingsInput } from './control';
 import { ValidationError } from './errors';
-import { NUMBER_RULES, deviceInputs, deviceLimits, numberIn, parseDeadBand, pointList } from './inputs';
+import {
+  NUMBER_RULES,
+  deviceInputs,
+  deviceLimits,
+  numberIn,
+  parseDeadBand,
+  pointList,
+  zeroFeedInSettings,
+  type ZeroFeedInInput,
+} from './inputs';
 import { decimalNumber } from './numbers';
 import { checkPassword } from './rules';
 
@@ -66,6 +75,19 @@ export function limitsOf(settings: Record<string, unknown> | null | undefined): 
 export function controlProblems(settings: ControlSettingsInput, limits?: PowerLimits): Record<string, string> {
   const { errors } = checkControlSettings(known(settings), limits);
   return Object.fromEntries(Object.entries(errors).map(([name, error]) => [name, error.message]));
+}
+
+/**
+ * A zero feed-in node's settings under `limits`: the problem of each, by setting. Each setting is checked alone (the
+ * others empty, as their defaults), so that every field shows its own verdict.
+ */
+export function zeroFeedInProblems(settings: ZeroFeedInInput, limits: PowerLimits): Record<string, string> {
+  const problems: Record<string, string> = {};
+  for (const [name, value] of Object.entries(known(settings)) as [string, unknown][]) {
+    const verdict = problem(() => zeroFeedInSettings({ [name]: value }, limits));
+    if (verdict !== null) problems[name] = verdict;
+  }
+  return problems;
 }
 
 /** A write of `value` (one value, or [state, power, SOC] for controlState) to write point `point` under `limits`. */

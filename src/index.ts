@@ -11,3 +11,4 @@ export * from './discovery';
 export * from './simulator';
 export * from './control';
 export * from './poller';
+export * from './regulator';

@@ -9,6 +9,17 @@ import { DECIMAL, decimalNumber } from './numbers';
 import { MAX_PASSWORD_BYTES, MIN_INTERVAL_FLOOR_MS, NAMESPACE_PATTERN } from './rules';
 import { CONTROL_DEFAULTS, CONTROL_LIMITS, MAX_CONTROL_SECONDS } from './control';
 import { POWER_LIMIT, catalogueJson, resolveReadAddresses, validatePowerLimit, type PowerLimits } from './catalogue';
+import {
+  METER_SOURCES,
+  ON_STOP,
+  ON_TIMEOUT,
+  PLANT_BOUNDS,
+  REGULATOR_DEFAULTS,
+  ZERO_FEED_IN_RULES,
+  type MeterSource,
+  type OnStop,
+  type RegulatorSettings,
+} from './regulator';
 
 /** A decimal number within bounds. */
 export interface NumberRule {
@@ -236,6 +247,72 @@ export function settingRulesJson() {
     maxPasswordBytes: MAX_PASSWORD_BYTES,
     control: { defaults: CONTROL_DEFAULTS, limits: CONTROL_LIMITS, maxSeconds: MAX_CONTROL_SECONDS },
     powerLimit: POWER_LIMIT,
+    zeroFeedIn: {
+      numbers: ZERO_FEED_IN_RULES,
+      allowed: Object.fromEntries(Object.entries(ZERO_FEED_IN_RULES).map(([name, rule]) => [name, allowedText(rule)])),
+      defaults: REGULATOR_DEFAULTS,
+    },
+  };
+}
+
+/** A zero feed-in node's settings as Node-RED stores them (text or numbers; empty is the default). */
+export interface ZeroFeedInInput {
+  meterSource?: unknown;
+  meterInterval?: unknown;
+  target?: unknown;
+  deadBand?: unknown;
+  maxCharge?: unknown;
+  maxDischarge?: unknown;
+  chargeSoc?: unknown;
+  dischargeSoc?: unknown;
+  meterTimeout?: unknown;
+  onTimeout?: unknown;
+  gridCharge?: unknown;
+  onStop?: unknown;
+}
+
+export interface ZeroFeedInSettings {
+  regulator: RegulatorSettings;
+  meterSource: MeterSource;
+  meterIntervalMs: number;
+  onStop: OnStop;
+}
+
+/**
+ * A zero feed-in node's settings, checked at deploy with the rules the editor gets; the maximum powers within the
+ * device's charge and discharge limits (empty: the limit). Throws a ValidationError naming the first bad setting.
+ */
+export function zeroFeedInSettings(input: ZeroFeedInInput, limits: PowerLimits): ZeroFeedInSettings {
+  const { power, soc } = CONTROL_LIMITS;
+  const z = ZERO_FEED_IN_RULES;
+  const d = REGULATOR_DEFAULTS;
+  const number = (value: unknown, fallback: number, field: string, rule: NumberRule) =>
+    isEmpty(value) ? fallback : numberIn(rule)(value, field);
+  const choice = <T extends string>(value: unknown, fallback: T, field: string, values: readonly T[]) =>
+    isEmpty(value) ? fallback : oneOf(values)(value, field);
+  const socRule = { min: soc.min, max: soc.max, integer: true, unit: '%' };
+  const regulator: RegulatorSettings = {
+    target: number(input.target, d.target, 'target', z.target),
+    deadBand: number(input.deadBand, d.deadBand, 'dead band', z.deadBand),
+    maxCharge: number(input.maxCharge, limits.chargeLimit, 'maximum charge power', { min: power.min, max: limits.chargeLimit, unit: 'W' }),
+    maxDischarge: number(input.maxDischarge, limits.dischargeLimit, 'maximum discharge power', {
+      min: power.min,
+      max: limits.dischargeLimit,
+      unit: 'W',
+    }),
+    chargeSoc: number(input.chargeSoc, d.chargeSoc, 'charge-to SOC', socRule),
+    dischargeSoc: number(input.dischargeSoc, d.dischargeSoc, 'discharge-to SOC', socRule),
+    meterTimeoutMs: number(input.meterTimeout, d.meterTimeoutS, 'meter time-out', z.meterTimeout) * 1000,
+    onTimeout: choice(input.onTimeout, d.onTimeout, 'on time-out', ON_TIMEOUT),
+    gridCharge: input.gridCharge === true || input.gridCharge === 'true',
+    minPower: power.min,
+    ...PLANT_BOUNDS,
+  };
+  return {
+    regulator,
+    meterSource: choice(input.meterSource, 'message', 'meter source', METER_SOURCES),
+    meterIntervalMs: number(input.meterInterval, d.meterIntervalS, 'meter interval', z.meterInterval) * 1000,
+    onStop: choice(input.onStop, d.onStop, 'on stop', ON_STOP),
   };
 }
 

@@ -1,7 +1,8 @@
 /**
  * The Dashboard example in a real browser: Node-RED with FlowFuse Dashboard 2 runs the example (armed, as the demo
  * does) against the simulator; Debian's chromium opens the dashboard page, which must show the simulator's state of
- * charge and power, and whose Charge button must set the simulator charging.
+ * charge and power; its zero feed-in (on from the start) must hold the grid at about 0 W, its switch turn it off, and the
+ * Charge button then set the simulator charging.
  * Without chromium the test is skipped, except on CI (env CI set), where it fails.
  */
 import fs from 'node:fs';
@@ -100,18 +101,23 @@ describe('Dashboard example in a real browser (chromium)', function () {
       `solar power near the simulator's ${simulator!.pvPower} W`,
     );
     // Each row fills when its own message arrives; on a slow machine a row can still be empty here.
-    await until(async () => (await shown('Working mode')) === 'Self-consumed Prioritized', 20000, 'the working mode row');
+    // Zero feed-in is on from the start: real-time control, the grid at about 0 W.
+    await until(async () => (await shown('Working mode')) === 'Real-time Control', 20000, 'the working mode row');
+    await until(() => Math.abs(simulator!.meterPower) <= 50, 20000, 'the grid near 0 W');
     await until(async () => /^\d+\.\d kWh$/.test(await shown('Solar today')), 20000, 'the solar energy row in kWh');
   });
 
-  it('sets the simulator charging with the Charge button, and back to standby', async () => {
-    simulator!.workingMode.should.equal(1);
+  it('turns zero feed-in off with its switch, then sets the simulator charging with the Charge button, and back to standby', async () => {
+    await run!.page.locator('.nrdb-switch', { hasText: 'Zero feed-in' }).locator('input[type="checkbox"]').click();
     await run!.page.getByRole('button', { name: 'Charge', exact: true }).click();
     await until(() => simulator!.workingMode === 4 && simulator!.controlState === 1, 15000, 'the simulator charging');
     simulator!.control.should.containEql({ state: 1, power: 800, soc: 100 });
     // And the page follows: the next polls show the battery charging and the new working mode.
     await until(async () => ((await shownBatteryPower()) ?? 0) < 0, 20000, 'the page to show the battery charging');
     await until(async () => (await shown('Working mode')) === 'Real-time Control', 10000, 'the page to show real-time control');
+    // Zero feed-in is off: it does not take the battery back (it would within a second, the grid now importing).
+    await new Promise((resolve) => setTimeout(resolve, 3000));
+    simulator!.control.should.containEql({ state: 1, power: 800 });
 
     await run!.page.getByRole('button', { name: 'Standby', exact: true }).click();
     await until(() => simulator!.controlState === 0, 15000, 'the simulator in standby');

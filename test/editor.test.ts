@@ -16,7 +16,8 @@ import should from 'should';
 import type { Browser, Page } from 'playwright-core';
 import { DeviceSimulator } from '../src/simulator';
 import { MODEL_CLASSES, READ_POINTS, WRITE_POINTS, describeAllowed, pointByName, type WritePoint } from '../src/catalogue';
-import { NUMBER_RULES } from '../src/inputs';
+import { NUMBER_RULES, allowedText } from '../src/inputs';
+import { ZERO_FEED_IN_RULES } from '../src/regulator';
 import { text } from './node-support';
 import { DEVICES, VERDICTS, describeRow, runtimeVerdict } from './verdicts';
 import { launchChromium, requireChromium, startNodeRed, stopChild } from './node-red-process';
@@ -34,6 +35,7 @@ const FLOW_TYPES = [
   'localbattery-control',
   'localbattery-info',
   'localbattery-password',
+  'localbattery-zero-feed-in',
 ];
 /** The catalogue key of each flow node's palette label. */
 const PALETTE_LABEL_KEYS: Record<string, string> = {
@@ -43,6 +45,7 @@ const PALETTE_LABEL_KEYS: Record<string, string> = {
   'localbattery-control': 'localbattery-control.paletteLabel',
   'localbattery-info': 'localbattery-info.label.paletteLabel',
   'localbattery-password': 'localbattery-password.label.paletteLabel',
+  'localbattery-zero-feed-in': 'localbattery-zero-feed-in.paletteLabel',
 };
 
 const ID = {
@@ -54,6 +57,7 @@ const ID = {
   control: 'e2econtrol000001',
   info: 'e2einfo000000001',
   password: 'e2epassword00001',
+  'zero-feed-in': 'e2ezerofeedin001',
 };
 const INITIAL_POINTS = ['batterySoc', 'batteryPower'];
 
@@ -135,6 +139,27 @@ function flows(simulatorPort: number): Record<string, unknown>[] {
     },
     { id: ID.info, type: 'localbattery-info', name: '', device: ID.device, ...at(200, 400), wires: [[]] },
     { id: ID.password, type: 'localbattery-password', name: '', device: ID.device, source: 'payload', ...at(200, 480), wires: [[]] },
+    // As a new node from the palette gets it (the editor's defaults); its meter time-out acts only once it steered.
+    {
+      id: ID['zero-feed-in'],
+      type: 'localbattery-zero-feed-in',
+      name: '',
+      device: ID.device,
+      meterSource: 'message',
+      meterInterval: 1,
+      target: 0,
+      deadBand: 20,
+      maxCharge: '',
+      maxDischarge: '',
+      chargeSoc: 100,
+      dischargeSoc: 10,
+      meterTimeout: 10,
+      onTimeout: 'standby',
+      gridCharge: false,
+      onStop: 'self-consumption',
+      ...at(200, 560),
+      wires: [[]],
+    },
   ];
 }
 
@@ -282,7 +307,7 @@ describe('editor in a real browser (chromium)', function () {
 
   // ---- the steps ----
 
-  it('shows the category "home battery" with the six flow nodes and their palette labels', async () => {
+  it('shows the category "home battery" with the seven flow nodes and their palette labels', async () => {
     const category = page.locator('#red-ui-palette-container-home_battery');
     await category.waitFor({ state: 'visible' });
     squash(await page.locator('#red-ui-palette-header-home_battery').innerText()).should.equal('home battery');
@@ -419,6 +444,53 @@ describe('editor in a real browser (chromium)', function () {
     (await errorMarkerShown(ID.control)).should.be.false();
   });
 
+  it('checks the zero feed-in settings with the served rules: refuses 0x50, 3000 W, SOC 2 and a time-out of 0; takes ${VAR} and empty', async () => {
+    const id = ID['zero-feed-in'];
+    const power = writePoint('controlPower');
+    const soc = writePoint('controlSoc');
+    const rules = ZERO_FEED_IN_RULES;
+    await openEditor(id);
+    // The device of the test has the specification's limits, both 2400 W.
+    for (const direction of ['charge', 'discharge'])
+      await page.locator(`#localbattery-zero-feed-in-${direction}-hint`, { hasText: `${power.min}–${power.max}` }).waitFor();
+    // The meter interval is asked only for the device's own meter.
+    (await page.locator('#node-input-meterInterval').isVisible()).should.be.false();
+    await page.locator('#node-input-meterSource').selectOption('device');
+    (await page.locator('#node-input-meterInterval').isVisible()).should.be.true();
+    await typeInto('#node-input-target', '0x50');
+    await typeInto('#node-input-maxDischarge', '3000');
+    await typeInto('#node-input-chargeSoc', '2');
+    await typeInto('#node-input-meterTimeout', '0');
+    for (const field of ['target', 'maxDischarge', 'chargeSoc', 'meterTimeout']) {
+      (await page.locator(`#node-input-${field}`).getAttribute('class'))!.should.match(/input-error/, field);
+    }
+    await done();
+    let node = await nodeState(id);
+    node.valid.should.be.false();
+    node.validationErrors.should.containEql(text('localbattery-zero-feed-in.validation.number', { allowed: allowedText(rules.target) }));
+    node.validationErrors.should.containEql(text('localbattery-zero-feed-in.validation.power', { min: power.min, max: power.max }));
+    node.validationErrors.should.containEql(text('localbattery-zero-feed-in.validation.soc', { min: soc.min, max: soc.max }));
+    node.validationErrors.should.containEql(
+      text('localbattery-zero-feed-in.validation.number', { allowed: allowedText(rules.meterTimeout) }),
+    );
+
+    await openEditor(id);
+    await typeInto('#node-input-target', '${ZERO_TARGET}');
+    await typeInto('#node-input-maxDischarge', '');
+    await typeInto('#node-input-chargeSoc', '95');
+    await typeInto('#node-input-meterTimeout', '5');
+    await page.locator('#node-input-meterSource').selectOption('message');
+    await done();
+    node = await nodeState(id);
+    node.valid.should.be.true();
+    node.should.containEql({ target: '${ZERO_TARGET}', maxDischarge: '', chargeSoc: '95', meterTimeout: '5', meterSource: 'message' });
+    (await errorMarkerShown(id)).should.be.false();
+    // Back to a plain target for the deploy: the runtime has no such variable.
+    await openEditor(id);
+    await typeInto('#node-input-target', '0');
+    await done();
+  });
+
   it('marks a set-password node whose new password is longer than 16 bytes invalid', async () => {
     const tooLong = 'ä'.repeat(9); // 9 characters (within the field's maxlength), 18 bytes
     const longest = 'ä'.repeat(8); // 16 bytes
@@ -527,7 +599,7 @@ describe('editor in a real browser (chromium)', function () {
   });
 
   it('deploys, and the read node shows the count of points read from the simulator', async () => {
-    for (const id of [ID.device, ID.read, ID.write, ID.control, ID.info, ID.password, ID.discover]) {
+    for (const id of [ID.device, ID.read, ID.write, ID.control, ID.info, ID.password, ID.discover, ID['zero-feed-in']]) {
       (await nodeState(id)).valid.should.be.true(`${id} valid before deploy`);
     }
     /** The read node's status text as the catalogue words it for `count` points, at any time of day. */
@@ -552,7 +624,7 @@ describe('editor in a real browser (chromium)', function () {
     // The runtime has what the editor holds.
     const deployed = await page.evaluate(async () => (await fetch('flows', { headers: { 'Node-RED-API-Version': 'v2' } })).json());
     const byId = new Map<string, any>(deployed.flows.map((n: any) => [n.id, n]));
-    for (const id of [ID.read, ID.write, ID.control, ID.device]) {
+    for (const id of [ID.read, ID.write, ID.control, ID.device, ID['zero-feed-in']]) {
       const { valid: _valid, validationErrors: _errors, ...properties } = await nodeState(id);
       for (const [key, value] of Object.entries(properties)) should(byId.get(id)[key]).eql(value, `${id}.${key}`);
     }

@@ -10,7 +10,7 @@ const TYPES = Object.keys(pkg['node-red'].nodes);
 
 describe('node texts', function () {
   it('covers every node type of package.json', function () {
-    should(TYPES).have.length(7);
+    should(TYPES).have.length(8);
   });
 
   for (const type of TYPES) {

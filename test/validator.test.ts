@@ -22,6 +22,8 @@ function rulesVerdict(row: Verdict): boolean {
     }
     case 'localbattery-read':
       return rules.deadBandProblem(row.value) === null;
+    case 'localbattery-zero-feed-in':
+      return !rules.zeroFeedInProblems({ [row.field]: row.value }, limits)[row.field];
     default:
       return rules.passwordProblem(row.value) === null;
   }

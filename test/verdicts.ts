@@ -5,7 +5,7 @@
  */
 import { resolveWritePoint, validateWrite, type PowerLimits } from '../src/catalogue';
 import { controlSettings } from '../src/control';
-import { deviceInputs, deviceLimits, parseDeadBand } from '../src/inputs';
+import { deviceInputs, deviceLimits, parseDeadBand, zeroFeedInSettings } from '../src/inputs';
 import { checkPassword } from '../src/rules';
 
 /** Device configurations the rows may name: a 1600-class device, and none. */
@@ -108,6 +108,20 @@ export const VERDICTS: Verdict[] = [
   { type: 'localbattery-read', field: 'deadband', value: 'batterySoc=1=2', valid: false },
   { type: 'localbattery-read', field: 'deadband', value: '-1', valid: false },
   { type: 'localbattery-read', field: 'deadband', value: 'noSuchPoint=1', valid: false },
+  // Zero feed-in: the maximum powers within the device's limit of their direction, whole SOCs, time-outs above 0.
+  { type: 'localbattery-zero-feed-in', field: 'maxCharge', value: '', valid: true },
+  { type: 'localbattery-zero-feed-in', field: 'maxCharge', value: '1200', valid: true, node: on1600 },
+  { type: 'localbattery-zero-feed-in', field: 'maxCharge', value: '1201', valid: false, node: on1600 },
+  { type: 'localbattery-zero-feed-in', field: 'maxDischarge', value: '800', valid: true, node: on1600 },
+  { type: 'localbattery-zero-feed-in', field: 'maxDischarge', value: '801', valid: false, node: on1600 },
+  { type: 'localbattery-zero-feed-in', field: 'maxDischarge', value: '49', valid: false },
+  { type: 'localbattery-zero-feed-in', field: 'chargeSoc', value: '90.5', valid: false },
+  { type: 'localbattery-zero-feed-in', field: 'dischargeSoc', value: '4', valid: false },
+  { type: 'localbattery-zero-feed-in', field: 'target', value: '-50', valid: true },
+  { type: 'localbattery-zero-feed-in', field: 'target', value: '0x50', valid: false },
+  { type: 'localbattery-zero-feed-in', field: 'deadBand', value: '-1', valid: false },
+  { type: 'localbattery-zero-feed-in', field: 'meterTimeout', value: '0', valid: false },
+  { type: 'localbattery-zero-feed-in', field: 'meterTimeout', value: '${METER_TIMEOUT}', valid: true },
   // New passwords: 1 to 16 bytes.
   { type: 'localbattery-password', field: 'password', value: 'x', valid: true, credential: true },
   { type: 'localbattery-password', field: 'password', value: 'ä'.repeat(8), valid: true, credential: true },
@@ -142,6 +156,11 @@ export function runtimeVerdict(row: Verdict): boolean {
     }
     case 'localbattery-read':
       return passes(() => parseDeadBand(row.value));
+    case 'localbattery-zero-feed-in':
+      // Node-RED puts ${NAME} in before the node sees it: a value within bounds stands in for it.
+      return passes(() =>
+        zeroFeedInSettings({ [row.field]: /^\$\{/.test(row.value) ? '10' : row.value }, limitsOf(row.node) ?? deviceLimits({})),
+      );
     case 'localbattery-password':
       return passes(() => checkPassword(row.value, 'new password'));
     default:

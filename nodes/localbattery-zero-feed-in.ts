@@ -1,0 +1,319 @@
+/**
+ * Zero feed-in: holds the grid meter at its target by steering the battery in real-time control. The regulator
+ * (src/regulator.ts) decides; this node feeds it grid readings (from messages, or read from the device's own meter
+ * through the shared queue), sends its setpoints with RealTimeController through the node's session, reports each
+ * decision, and on close, disable or a silent meter leaves the battery as configured.
+ */
+import type { Node, NodeAPI, NodeDef, NodeMessageInFlow } from 'node-red';
+import { REAL_TIME, pointByName } from '../src/catalogue';
+import type { ClientSession } from '../src/client';
+import {
+  CONTROL_DEFAULTS,
+  RealTimeController,
+  STATE_CODES,
+  parseControl,
+  type ControlCommand,
+  type ControllerSettings,
+} from '../src/control';
+import { ValidationError } from '../src/errors';
+import { zeroFeedInSettings, type ZeroFeedInSettings } from '../src/inputs';
+import { Regulator, gridReading, type Decision, type OnStop } from '../src/regulator';
+import { deviceOf, errorStatus, keepErrorCodes } from './shared';
+
+interface ZeroFeedInDef extends NodeDef {
+  device: string;
+  meterSource: string;
+  meterInterval: string | number;
+  target: string | number;
+  deadBand: string | number;
+  maxCharge: string | number;
+  maxDischarge: string | number;
+  chargeSoc: string | number;
+  dischargeSoc: string | number;
+  meterTimeout: string | number;
+  onTimeout: string;
+  gridCharge: boolean;
+  onStop: string;
+}
+
+const address = (name: string) => pointByName(name)!.address;
+const METER = address('meterPower');
+const METER_1600 = address('meterPower1600');
+const BATTERY = address('batteryPower');
+const SOC = address('batterySoc');
+const SELF_CONSUMPTION = 1;
+/** With the meter from messages, battery power and SOC are read this often (one request, shared with the others). */
+const STATE_READ_MS = 30000;
+/** How long before its acknowledgement a write may have been carried out (the specification's response time). */
+const ANSWER_MS = 1000;
+/** How often a silent meter is looked for. */
+const TICK_MS = 250;
+/** A hand-back on closing may take this long (a request waiting behind others); Node-RED's own limit is 15 s. */
+const CLOSE_BOUND_MS = 10000;
+
+/** The signed watts a command gives the battery (6000's sign): what the device acknowledged. */
+function signedPower(command: ControlCommand): number {
+  return command.state === 'charge' ? -command.power : command.state === 'discharge' ? command.power : 0;
+}
+
+export = function (RED: NodeAPI) {
+  function ZeroFeedInNode(this: Node, def: ZeroFeedInDef) {
+    RED.nodes.createNode(this, def);
+    const node = this;
+    keepErrorCodes(RED, node);
+    const missing = RED._('localbattery-zero-feed-in.errors.noDevice');
+    const device = deviceOf(RED, node, def.device, missing);
+    const session: ClientSession | undefined = device?.open(node);
+    let closed = false;
+    const timers = new Set<NodeJS.Timeout>();
+
+    let settings: ZeroFeedInSettings | undefined;
+    let configError: Error | undefined;
+    if (session) {
+      try {
+        settings = zeroFeedInSettings(def, session.limits);
+      } catch (error) {
+        configError = error as Error;
+        node.status({ fill: 'red', shape: 'ring', text: RED._('localbattery-zero-feed-in.status.invalidConfig') });
+        node.error(configError.message);
+      }
+    }
+    if (!session || !settings) {
+      node.on('input', (_msg: NodeMessageInFlow, _send: unknown, done: (error?: Error) => void) =>
+        done(configError ?? new Error(device?.configError ?? missing)),
+      );
+      node.on('close', (done: () => void) => {
+        device?.leave(node);
+        done();
+      });
+      return;
+    }
+    const config = settings;
+    const live = session;
+    const now = () => performance.now();
+    const regulator = new Regulator(config.regulator, now());
+    const controlOptions: ControllerSettings = {
+      power: config.regulator.minPower,
+      chargeSoc: config.regulator.chargeSoc,
+      dischargeSoc: config.regulator.dischargeSoc,
+      clamp: true,
+      // The regulator keeps within its own maximum powers; the device's limits are the last check.
+      limits: live.limits,
+      switchMode: true,
+      repeatMs: CONTROL_DEFAULTS.repeatSeconds * 1000,
+      modeCheckMs: CONTROL_DEFAULTS.modeCheckSeconds * 1000,
+    };
+    const controller = new RealTimeController(live, controlOptions);
+    /** The hand-back under way (disable, time-out), so that a close waits for it rather than racing it. */
+    let handing: Promise<void> | undefined;
+    /** When this node's last write was acknowledged (performance.now(), as the queue's known values). */
+    let ownWriteAt = -Infinity;
+
+    /**
+     * Another writer in this process (a control or write node, a dashboard button) changed the setpoint or the working
+     * mode since this node's last write: that is the state now, and the next reading steers from it.
+     */
+    function followOthers(): void {
+      const mode = live.knownValue(REAL_TIME.modeAddress);
+      const state = live.knownValue(REAL_TIME.stateAddress);
+      const power = live.knownValue(REAL_TIME.powerAddress);
+      const newest = Math.max(mode?.at ?? -Infinity, state?.at ?? -Infinity);
+      if (newest <= ownWriteAt) return;
+      ownWriteAt = newest;
+      if (mode && mode.at === newest && mode.value !== REAL_TIME.mode) regulator.handedBack();
+      else if (state && power && typeof power.value === 'number') {
+        const watts = state.value === STATE_CODES.charge ? -power.value : state.value === STATE_CODES.discharge ? power.value : 0;
+        // Carried out when it arrived, up to an answer time before it was acknowledged.
+        regulator.acknowledge(watts, newest, newest - ANSWER_MS);
+      }
+    }
+
+    function later(run: () => void, ms: number): void {
+      if (closed) return;
+      const timer = setTimeout(() => {
+        timers.delete(timer);
+        run();
+      }, ms);
+      timers.add(timer);
+    }
+
+    function status(decision: Decision | undefined, extra?: string): void {
+      if (closed) return;
+      if (!regulator.enabled) {
+        node.status({ fill: 'grey', shape: 'ring', text: RED._('localbattery-zero-feed-in.status.off') });
+        return;
+      }
+      const setpoint = regulator.setpoint;
+      let text =
+        setpoint === undefined
+          ? RED._('localbattery-zero-feed-in.status.selfConsumption')
+          : setpoint === 0
+            ? RED._('localbattery-zero-feed-in.status.standby')
+            : setpoint > 0
+              ? RED._('localbattery-zero-feed-in.status.discharge', { power: setpoint })
+              : RED._('localbattery-zero-feed-in.status.charge', { power: -setpoint });
+      if (decision?.grid !== undefined) {
+        const grid = Math.round(decision.grid);
+        text += RED._('localbattery-zero-feed-in.status.grid', { grid: `${grid > 0 ? '+' : ''}${grid}` });
+      }
+      if (extra) text += ` · ${extra}`;
+      node.status({ fill: regulator.inFlight ? 'blue' : 'green', shape: 'dot', text });
+    }
+
+    function report(decision: Decision): void {
+      if (closed) return;
+      const { setpoint, grid, battery, soc, reason } = decision;
+      node.send({
+        topic: 'zero feed-in',
+        payload: { setpoint: setpoint ?? null, grid: grid ?? null, battery: battery ?? null, soc: soc ?? null, reason },
+      });
+      status(decision);
+    }
+
+    /** The last warning logged: a device that stays away is logged once, not at every reading. */
+    let warned: string | undefined;
+    function failure(error: unknown): void {
+      if (closed) return;
+      node.status(errorStatus(error));
+      const message = (error as Error)?.message ?? String(error);
+      if (message !== warned) node.warn(message);
+      warned = message;
+    }
+
+    /** Sends a setpoint (W, signed); the regulator learns whether the device acknowledged it. Never rejects. */
+    async function send(watts: number): Promise<void> {
+      try {
+        const command = parseControl(watts, controlOptions);
+        const outcome = await controller.apply(command);
+        if (outcome.status === 'superseded') regulator.failed();
+        else regulator.acknowledge(signedPower(command), now());
+        ownWriteAt = now();
+        warned = undefined;
+        status(undefined);
+      } catch (error) {
+        regulator.failed();
+        failure(error);
+      }
+    }
+
+    /** Leaves the battery as `how` says; resolves when the device has it (or it failed). Never rejects. */
+    async function handBack(how: OnStop | 'standby'): Promise<void> {
+      try {
+        if (how === 'self-consumption') {
+          await live.write(REAL_TIME.modeAddress, SELF_CONSUMPTION);
+          ownWriteAt = now();
+          regulator.handedBack();
+        } else if (how === 'standby') {
+          await send(0);
+        }
+      } catch (error) {
+        failure(error);
+      }
+    }
+
+    function act(decision: Decision): void {
+      report(decision);
+      if (decision.action === 'set') void send(decision.setpoint!);
+      else if (decision.action === 'standby') void send(0);
+      else if (decision.action === 'self-consumption') handing = handBack('self-consumption').finally(() => (handing = undefined));
+    }
+
+    function reading(grid: number, battery?: number, soc?: number): void {
+      if (closed) return;
+      if (soc !== undefined) regulator.observeSoc(soc, now());
+      if (!regulator.enabled || handing) return;
+      // While a write of this node is on its way, what the queue knows may be that write.
+      if (!regulator.inFlight) followOthers();
+      act(regulator.meter(grid, now(), battery));
+    }
+
+    /** Battery power and SOC (and the meter, when it is the device's) in one read through the shared queue. */
+    async function readDevice(withMeter: boolean): Promise<void> {
+      try {
+        const { values } = await live.read(withMeter ? [METER, METER_1600, BATTERY, SOC] : [BATTERY, SOC]);
+        const number = (a: number) => (typeof values.get(a) === 'number' ? (values.get(a) as number) : undefined);
+        const soc = number(SOC);
+        if (soc !== undefined) regulator.observeSoc(soc, now());
+        const battery = number(BATTERY);
+        const meter = gridReading(values.get(METER) ?? values.get(METER_1600));
+        if (withMeter && meter !== undefined) reading(meter, battery, soc);
+        else if (battery !== undefined) regulator.observeBattery(battery, now());
+      } catch (error) {
+        failure(error);
+      }
+    }
+
+    // The device's meter: one read per interval, the next only after the last has come back (the queue paces it).
+    function pollMeter(): void {
+      const started = now();
+      void readDevice(true).finally(() => later(pollMeter, Math.max(0, config.meterIntervalMs - (now() - started))));
+    }
+    function pollState(): void {
+      void readDevice(false).finally(() => later(pollState, STATE_READ_MS));
+    }
+    if (config.meterSource === 'device') later(pollMeter, 0);
+    else later(pollState, 0);
+
+    const tick = setInterval(() => {
+      if (closed || handing) return;
+      const decision = regulator.tick(now());
+      if (decision) act(decision);
+    }, TICK_MS);
+
+    status(undefined);
+
+    node.on('input', (msg: NodeMessageInFlow & { enable?: unknown }, _send: unknown, done: (error?: Error) => void) => {
+      if (msg.enable !== undefined) {
+        if (typeof msg.enable !== 'boolean') {
+          done(new ValidationError('msg.enable', msg.enable, 'true or false'));
+          return;
+        }
+        const was = regulator.enabled;
+        regulator.enable(msg.enable, now());
+        if (was && !msg.enable) handing = handBack(config.onStop).finally(() => (handing = undefined));
+        // Back on: what the battery gives now is where the loop starts.
+        if (!was && msg.enable) void readDevice(false);
+        status(undefined);
+        if (config.meterSource === 'device' || msg.payload === undefined) {
+          done();
+          return;
+        }
+      }
+      if (config.meterSource === 'message') {
+        const grid = gridReading(msg.payload);
+        if (grid === undefined) {
+          // Nonsense never moves the battery; the time-out covers a meter that only sends nonsense.
+          status(undefined, RED._('localbattery-zero-feed-in.status.ignored'));
+          done();
+          return;
+        }
+        const payload = msg.payload as { batteryPower?: unknown; soc?: unknown } | undefined;
+        const battery =
+          typeof payload?.batteryPower === 'number' && Number.isFinite(payload.batteryPower) ? payload.batteryPower : undefined;
+        const soc = typeof payload?.soc === 'number' ? payload.soc : undefined;
+        reading(grid, battery, soc);
+      }
+      done();
+    });
+
+    node.on('close', (_removed: boolean, done: () => void) => {
+      closed = true;
+      clearInterval(tick);
+      for (const timer of timers) clearTimeout(timer);
+      timers.clear();
+      // Leave the battery as configured: the config node keeps the client until this has settled, bounded here.
+      const handOver =
+        config.onStop === 'keep' || !regulator.enabled
+          ? Promise.resolve()
+          : (handing ?? Promise.resolve()).then(() => handBack(config.onStop));
+      let bound: NodeJS.Timeout | undefined;
+      const finished = Promise.race([handOver, new Promise<void>((resolve) => (bound = setTimeout(resolve, CLOSE_BOUND_MS)))]).finally(() =>
+        clearTimeout(bound),
+      );
+      device!.leave(node, finished);
+      void finished.then(() => done());
+    });
+  }
+
+  RED.nodes.registerType('localbattery-zero-feed-in', ZeroFeedInNode);
+};

@@ -1,0 +1,251 @@
+/** The zero feed-in node in real Node-RED against the simulator: direction, limits, safety, hand-back. */
+import should from 'should';
+import deviceNode = require('../nodes/localbattery-device');
+import zeroNode = require('../nodes/localbattery-zero-feed-in');
+import controlNode = require('../nodes/localbattery-control');
+import { REAL_TIME } from '../src/catalogue';
+import { STATE_CODES } from '../src/control';
+import type { DeviceSimulator } from '../src/simulator';
+import { PASSWORD, deviceConfig, helper, startSimulator } from './support';
+import { inEnglish, lastStatus, nextInput, statusesOf, until } from './node-support';
+
+const nodes = [inEnglish(deviceNode), inEnglish(zeroNode), inEnglish(controlNode)];
+
+async function load(simulator: DeviceSimulator, zero: Record<string, unknown> = {}) {
+  const device = deviceConfig(simulator);
+  const flow = [
+    device.node as Record<string, unknown>,
+    { id: 'zero1', type: 'localbattery-zero-feed-in', device: 'device1', meterSource: 'message', ...zero, wires: [['out']] },
+    { id: 'out', type: 'helper' },
+    { id: 'catch1', type: 'catch', scope: null, uncaught: false, wires: [['caught']] },
+    { id: 'caught', type: 'helper' },
+    { id: 'control1', type: 'localbattery-control', device: 'device1', power: 800, chargeSoc: 100, dischargeSoc: 10, wires: [[]] },
+  ];
+  await helper.load(nodes, flow, device.credentials);
+  const outputs: any[] = [];
+  helper.getNode('out').on('input', (msg: any) => outputs.push(msg));
+  return { node: helper.getNode('zero1'), outputs, flow, credentials: device.credentials };
+}
+
+const writes = (simulator: DeviceSimulator) => simulator.stats.byOperation['Vendor.SetData'] ?? 0;
+
+/** Feeds the simulator's own meter to the node every 500 ms until stopped: the loop closed through the house. */
+function feedMeter(simulator: DeviceSimulator, node: any): () => void {
+  const timer = setInterval(() => node.receive({ payload: simulator.meterPower }), 500);
+  return () => clearInterval(timer);
+}
+
+describe('localbattery-zero-feed-in node', function () {
+  this.timeout(40000);
+  let simulator: DeviceSimulator;
+  let stopFeed: (() => void) | undefined;
+
+  afterEach(async function () {
+    stopFeed?.();
+    stopFeed = undefined;
+    await helper.unload();
+    await simulator?.stop();
+  });
+
+  it('meter from messages: discharges against an import, within the maximum discharge power, one message per decision', async function () {
+    // Mode 5 leaves the battery idle: the meter shows the house's net import.
+    simulator = await startSimulator({ workingMode: 5 });
+    const importing = simulator.meterPower;
+    should(importing).be.above(100);
+    const { node, outputs } = await load(simulator, { maxDischarge: 100 });
+    stopFeed = feedMeter(simulator, node);
+    await until(() => simulator.workingMode === REAL_TIME.mode && simulator.controlState === STATE_CODES.discharge, 10000, 'discharging');
+    should(simulator.control).containEql({ state: STATE_CODES.discharge, power: 100 });
+    await until(() => outputs.some((m) => m.payload.reason === 'limit'), 5000, 'a decision bound by the limit');
+    const decision = outputs.find((m) => m.payload.reason === 'limit')!.payload;
+    should(Object.keys(decision).sort()).eql(['battery', 'grid', 'reason', 'setpoint', 'soc']);
+    should(decision.setpoint).equal(100);
+    for (const msg of outputs) should(msg.payload.setpoint ?? 0).be.belowOrEqual(100);
+    await until(() => /^↓ 100 W · grid \+\d+ W$/.test(lastStatus(node)?.text ?? ''), 5000, 'the status');
+    should(simulator.stats.violations).be.empty();
+  });
+
+  it('closes the loop through the simulated house: the meter comes to about 0 W', async function () {
+    simulator = await startSimulator({ workingMode: 5 });
+    const { node } = await load(simulator);
+    stopFeed = feedMeter(simulator, node);
+    await until(() => simulator.workingMode === REAL_TIME.mode && Math.abs(simulator.meterPower) <= 50, 15000, 'meter near 0 W');
+    should(simulator.stats.violations).be.empty();
+  });
+
+  it('charges only from surplus, unless grid charging is allowed', async function () {
+    simulator = await startSimulator({ workingMode: 5 });
+    const { node } = await load(simulator, { target: 300 });
+    // Exporting 200 W: only those charge the battery, although the target asks for 300 W of import.
+    node.receive({ payload: -200 });
+    await until(() => simulator.controlState === STATE_CODES.charge, 10000, 'charging');
+    should(simulator.control.power).equal(200);
+    await helper.unload();
+    const allowed = await load(simulator, { target: 300, gridCharge: true, onStop: 'keep' });
+    allowed.node.receive({ payload: '-200' });
+    await until(() => simulator.control.power === 500, 10000, 'charging 500 W');
+    should(simulator.controlState).equal(STATE_CODES.charge);
+  });
+
+  it('ignores nonsense readings: NaN, text, 10 MW, an object without meterPower', async function () {
+    simulator = await startSimulator({ workingMode: 5 });
+    const { node, outputs } = await load(simulator, { onStop: 'keep' });
+    for (const payload of [NaN, 'abc', 10e6, { meterPower: 'x' }, { power: 300 }, null]) node.receive({ payload });
+    await until(() => lastStatus(node)?.text?.includes('reading ignored') === true, 5000, 'ignored status');
+    // Give a reading the time it takes to reach the device: none goes.
+    await new Promise((resolve) => setTimeout(resolve, 1500));
+    should(writes(simulator)).equal(0);
+    should(outputs).be.empty();
+    node.receive({ payload: { meterPower: 400 } });
+    await until(() => simulator.controlState === STATE_CODES.discharge, 10000, 'discharging after a real reading');
+  });
+
+  it('a silent meter leads to standby within the time-out plus one interval', async function () {
+    simulator = await startSimulator({ workingMode: 5 });
+    const { node, outputs } = await load(simulator, { meterTimeout: 2, onTimeout: 'standby' });
+    const feeding = setInterval(() => node.receive({ payload: 500 }), 500);
+    await until(() => simulator.controlState === STATE_CODES.discharge, 10000, 'discharging').finally(() => clearInterval(feeding));
+    const last = Date.now();
+    node.receive({ payload: 480 });
+    await until(() => outputs.some((m) => m.payload.reason === 'meter timeout'), 6000, 'the time-out decision');
+    should(Date.now() - last).be.belowOrEqual(3000);
+    await until(() => simulator.controlState === STATE_CODES.standby, 5000, 'standby');
+  });
+
+  it('a silent meter hands back to self-consumption when so configured', async function () {
+    simulator = await startSimulator({ workingMode: 5 });
+    const { node } = await load(simulator, { meterTimeout: 1, onTimeout: 'self-consumption', onStop: 'keep' });
+    node.receive({ payload: 500 });
+    await until(() => simulator.controlState === STATE_CODES.discharge, 10000, 'discharging');
+    await until(() => simulator.workingMode === 1, 8000, 'working mode 1');
+  });
+
+  it('msg.enable false hands back (working mode 1) and readings then move nothing; true steers again', async function () {
+    simulator = await startSimulator({ workingMode: 5 });
+    const { node } = await load(simulator);
+    node.receive({ payload: 500 });
+    await until(() => simulator.workingMode === REAL_TIME.mode && simulator.controlState === STATE_CODES.discharge, 10000, 'discharging');
+    node.receive({ enable: false });
+    await until(() => simulator.workingMode === 1, 8000, 'working mode 1');
+    should(lastStatus(node)?.text).equal('off');
+    const before = writes(simulator);
+    node.receive({ payload: 900 });
+    await new Promise((resolve) => setTimeout(resolve, 1500));
+    should(writes(simulator)).equal(before);
+    node.receive({ enable: true, payload: 900 });
+    await until(() => simulator.workingMode === REAL_TIME.mode, 10000, 'real-time control again');
+  });
+
+  it("takes another writer's setpoint as its state: the next reading steers from there", async function () {
+    simulator = await startSimulator({ workingMode: 5 });
+    const { node, outputs } = await load(simulator, { onStop: 'keep' });
+    stopFeed = feedMeter(simulator, node);
+    await until(() => simulator.workingMode === REAL_TIME.mode && Math.abs(simulator.meterPower) <= 50, 15000, 'meter near 0 W');
+    // A control node (a dashboard button) charges with 800 W: the grid imports that much more.
+    helper.getNode('control1').receive({ payload: -800 });
+    await until(() => simulator.controlState === STATE_CODES.charge, 10000, 'charging');
+    const from = outputs.length;
+    // Zero feed-in is on: it takes the battery back to the load, in one step from -800 W (not from its own last one).
+    await until(() => simulator.controlState !== STATE_CODES.charge && Math.abs(simulator.meterPower) <= 50, 15000, 'meter near 0 W again');
+    const netLoad = simulator.meterPower + simulator.batteryPower;
+    const moves = outputs.slice(from).filter((m) => m.payload.reason === 'load');
+    should(moves[0].payload.setpoint).be.within(netLoad - 60, netLoad + 60);
+    should(simulator.stats.violations).be.empty();
+  });
+
+  it('refuses a msg.enable that is not true or false', async function () {
+    simulator = await startSimulator({ workingMode: 5 });
+    const { node } = await load(simulator);
+    const caught = nextInput(helper.getNode('caught'));
+    node.receive({ enable: 'false', payload: 1 });
+    should((await caught).error.message).match(/msg\.enable/);
+  });
+
+  for (const how of [undefined, 'standby', 'keep'] as const) {
+    it(`stop${how ? ` with onStop ${how}` : ''} leaves the battery ${how === 'keep' ? 'as it is' : how === 'standby' ? 'in standby' : 'in self-consumption (the default)'}`, async function () {
+      simulator = await startSimulator({ workingMode: 5 });
+      const { node } = await load(simulator, how ? { onStop: how } : {});
+      node.receive({ payload: 600 });
+      await until(() => simulator.controlState === STATE_CODES.discharge, 10000, 'discharging');
+      const before = writes(simulator);
+      await helper.unload();
+      if (how === 'keep') {
+        should(writes(simulator)).equal(before);
+        should(simulator.controlState).equal(STATE_CODES.discharge);
+      } else if (how === 'standby') {
+        should(simulator.workingMode).equal(REAL_TIME.mode);
+        should(simulator.controlState).equal(STATE_CODES.standby);
+      } else {
+        should(simulator.workingMode).equal(1);
+      }
+      should(simulator.stats.violations).be.empty();
+    });
+  }
+
+  it('a stop while the device does not answer still ends, bounded, without an uncaught error', async function () {
+    simulator = await startSimulator({ workingMode: 5 });
+    const { node } = await load(simulator);
+    node.receive({ payload: 600 });
+    await until(() => simulator.controlState === STATE_CODES.discharge, 10000, 'discharging');
+    simulator.setFault('timeout');
+    const started = Date.now();
+    // The hand-back waits for the client's time-out (2 s here), far under Node-RED's 15 s for a close.
+    await helper.unload();
+    should(Date.now() - started).be.below(12000);
+    simulator.setFault(null);
+  });
+
+  it('settings from environment variables (${NAME}), as Node-RED puts them in', async function () {
+    process.env.LB_ZERO_MAX = '150';
+    try {
+      simulator = await startSimulator({ workingMode: 5 });
+      const { node } = await load(simulator, { maxDischarge: '${LB_ZERO_MAX}', onStop: 'keep' });
+      node.receive({ payload: 900 });
+      await until(() => simulator.controlState === STATE_CODES.discharge, 10000, 'discharging');
+      should(simulator.control.power).equal(150);
+    } finally {
+      delete process.env.LB_ZERO_MAX;
+    }
+  });
+
+  it('a full redeploy hands back before the new flow steers again; the password appears nowhere', async function () {
+    simulator = await startSimulator({ workingMode: 5 });
+    const log = helper.log();
+    const { node, outputs, flow, credentials } = await load(simulator);
+    node.receive({ payload: 600 });
+    await until(() => simulator.controlState === STATE_CODES.discharge, 10000, 'discharging');
+    const seen = [...statusesOf(node)];
+    await helper.setFlows(
+      flow.map((n) => (n.id === 'zero1' ? { ...n, name: 'renamed' } : n)),
+      'full',
+      credentials,
+    );
+    should(simulator.workingMode).equal(1);
+    const fresh = helper.getNode('zero1');
+    fresh.receive({ payload: 300 });
+    await until(() => simulator.workingMode === REAL_TIME.mode, 10000, 'the new node steering');
+    const everything = JSON.stringify([seen, statusesOf(fresh), outputs, log.args]);
+    should(everything).not.containEql(PASSWORD);
+    should(simulator.stats.violations).be.empty();
+  });
+
+  it('the device meter: reads 11016 with battery power and SOC through the queue and steers by it', async function () {
+    simulator = await startSimulator({ workingMode: 5 });
+    const { outputs } = await load(simulator, { meterSource: 'device', meterInterval: 1 });
+    await until(() => simulator.workingMode === REAL_TIME.mode && Math.abs(simulator.meterPower) <= 50, 15000, 'meter near 0 W');
+    const decision = outputs.at(-1).payload;
+    should(decision.soc).be.within(0, 100);
+    should(decision.battery).be.a.Number();
+    should(simulator.stats.violations).be.empty();
+  });
+
+  it('invalid settings: shown at deploy, and every message fails with the setting named', async function () {
+    simulator = await startSimulator();
+    const { node } = await load(simulator, { maxDischarge: 99999 });
+    should(lastStatus(node)?.text).equal('invalid settings');
+    const caught = nextInput(helper.getNode('caught'));
+    node.receive({ payload: 1 });
+    should((await caught).error.message).match(/maximum discharge power/);
+    should(writes(simulator)).equal(0);
+  });
+});

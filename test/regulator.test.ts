@@ -1,0 +1,396 @@
+/** The zero feed-in regulator (src/regulator.ts) against a simulated plant, in simulated time. */
+import should from 'should';
+import { PLANT_BOUNDS, Regulator, gridReading, type Decision, type RegulatorSettings } from '../src/regulator';
+
+const SETTINGS: RegulatorSettings = {
+  target: 0,
+  deadBand: 20,
+  maxCharge: 2400,
+  maxDischarge: 2400,
+  chargeSoc: 100,
+  dischargeSoc: 10,
+  meterTimeoutMs: 10000,
+  onTimeout: 'standby',
+  gridCharge: false,
+  minPower: 50,
+  ...PLANT_BOUNDS,
+};
+
+interface PlantOptions {
+  deadTimeS: number;
+  lagS: number;
+  meterDelayS: number;
+  /** Time from a request leaving to its acknowledgement; the device applies it on arrival. */
+  answerMs: number;
+  /** House load (W, PV negative) at simulated second t. */
+  load: (t: number) => number;
+  durationS: number;
+  settings?: Partial<RegulatorSettings>;
+  /** Meter readings every this many ms. */
+  meterMs?: number;
+  /** The meter is silent from this second on. */
+  silentFromS?: number;
+  /** SOC in % at the start and battery capacity (Wh). */
+  soc?: number;
+  capacityWh?: number;
+  /** The device stops at these SOC targets itself (the soc of the command), as the simulator does. */
+  readSocEveryMs?: number;
+}
+
+interface Trace {
+  t: number;
+  grid: number;
+  battery: number;
+  setpoint: number;
+  load: number;
+}
+
+/**
+ * A battery behind the device's queue: one request at a time, at least 1 s apart; a setpoint acts after the dead
+ * time, through a first-order lag; the meter shows the grid `meterDelayS` late. Steps of 10 ms.
+ */
+function simulate(options: PlantOptions) {
+  const dt = 10;
+  const settings = { ...SETTINGS, ...options.settings };
+  const regulator = new Regulator(settings, 0);
+  const trace: Trace[] = [];
+  const decisions: (Decision & { t: number })[] = [];
+  const requests: number[] = [];
+  let battery = 0;
+  let soc = options.soc ?? 50;
+  const capacityWh = options.capacityWh ?? 5000;
+  /** Setpoints the device accepted: value, the time it applies (arrival + dead time). */
+  const applied: { at: number; value: number; soc: number }[] = [{ at: 0, value: 0, soc: 100 }];
+  const gridHistory: number[] = [];
+  let queue: { value: number; soc: number } | undefined;
+  let lastRequest = -Infinity;
+  let inFlight: { value: number; ackAt: number } | undefined;
+  let handedBack = false;
+  for (let step = 0; step * dt <= options.durationS * 1000; step++) {
+    const now = step * dt;
+    const load = options.load(now / 1000);
+    // The device: a queued request leaves when the last is answered and a second has passed.
+    if (queue && !inFlight && now - lastRequest >= 1000) {
+      lastRequest = now;
+      requests.push(now);
+      applied.push({ at: now + options.deadTimeS * 1000, value: queue.value, soc: queue.soc });
+      inFlight = { value: queue.value, ackAt: now + options.answerMs };
+      queue = undefined;
+    }
+    if (inFlight && now >= inFlight.ackAt) {
+      regulator.acknowledge(inFlight.value, now);
+      inFlight = undefined;
+    }
+    // The battery: follows the command in force, stops at its SOC target.
+    const command = applied.filter((a) => a.at <= now).at(-1)!;
+    let wanted = handedBack ? 0 : command.value;
+    if ((wanted < 0 && soc >= command.soc) || (wanted > 0 && soc <= command.soc)) wanted = 0;
+    battery += (wanted - battery) * (1 - Math.exp(-dt / (options.lagS * 1000)));
+    soc -= ((battery * dt) / 3600000 / capacityWh) * 100;
+    const grid = load - battery;
+    gridHistory.push(grid);
+    trace.push({ t: now, grid, battery, setpoint: command.value, load });
+    const silent = options.silentFromS !== undefined && now >= options.silentFromS * 1000;
+    if (options.readSocEveryMs && now % options.readSocEveryMs === 0) regulator.observeSoc(Math.round(soc), now);
+    let decision: Decision | undefined;
+    if (!silent && now % (options.meterMs ?? 1000) === 0) {
+      const delayed = gridHistory[Math.max(0, gridHistory.length - 1 - Math.round((options.meterDelayS * 1000) / dt))];
+      decision = regulator.meter(Math.round(delayed), now);
+    } else {
+      decision = regulator.tick(now);
+    }
+    if (decision) {
+      decisions.push({ ...decision, t: now });
+      if (decision.action === 'set' || decision.action === 'standby') {
+        const value = decision.setpoint!;
+        queue = { value, soc: value < 0 ? settings.chargeSoc : settings.dischargeSoc };
+      } else if (decision.action === 'self-consumption') {
+        handedBack = true;
+        regulator.handedBack();
+      }
+    }
+  }
+  return { trace, decisions, requests, regulator };
+}
+
+/** Seconds from `fromS` until the true grid stays within ±band of the target for `holdS`; Infinity if never. */
+function settlingS(trace: Trace[], fromS: number, toS: number, target = 0, band = 50, holdS = 3): number {
+  let inside: number | undefined;
+  for (const point of trace) {
+    if (point.t < fromS * 1000 || point.t > toS * 1000) continue;
+    if (Math.abs(point.grid - target) <= band) {
+      inside ??= point.t;
+      if (point.t - inside >= holdS * 1000) return inside / 1000 - fromS;
+    } else inside = undefined;
+  }
+  return Infinity;
+}
+
+/** Changes of direction of the setpoints sent between fromS and toS. */
+function reversals(decisions: (Decision & { t: number })[], fromS: number, toS: number): number {
+  const sent = decisions.filter((d) => d.action === 'set' && d.t >= fromS * 1000 && d.t < toS * 1000).map((d) => d.setpoint!);
+  let count = 0;
+  let direction = 0;
+  let previous: number | undefined;
+  for (const value of sent) {
+    if (previous !== undefined && value !== previous) {
+      const now = Math.sign(value - previous);
+      if (direction !== 0 && now !== direction) count++;
+      direction = now;
+    }
+    previous = value;
+  }
+  return count;
+}
+
+/** Load steps: 300 W, a 2 kW kettle at 20 s, off at 50 s, PV surplus (-600 W) from 80 s. */
+const steps = (t: number) => (t < 20 ? 300 : t < 50 ? 2300 : t < 80 ? 300 : -600);
+
+function gapsOk(requests: number[]): void {
+  for (let i = 1; i < requests.length; i++) should(requests[i] - requests[i - 1]).be.aboveOrEqual(1000);
+}
+
+describe('zero feed-in regulator (src/regulator.ts) against a simulated plant', function () {
+  it('reads grid power from a number, numeric text or {meterPower}; ignores NaN, text, objects and 10 MW', function () {
+    should(gridReading(120)).equal(120);
+    should(gridReading(' -35.5 ')).equal(-35.5);
+    should(gridReading({ meterPower: '42' })).equal(42);
+    for (const nonsense of [NaN, Infinity, 'abc', '0x50', '', null, undefined, true, [], {}, { power: 5 }, 10e6, -10e6]) {
+      should(gridReading(nonsense)).be.undefined();
+    }
+  });
+
+  /**
+   * The fastest a deadbeat step can settle: the step shows in the meter after its delay, the next reading (every
+   * second) finds it, then the battery's dead time and the lag from 2 kW down to 50 W.
+   */
+  const deadbeatLimitS = (plant: { deadTimeS: number; lagS: number; meterDelayS: number }) =>
+    plant.meterDelayS + 1 + plant.deadTimeS + plant.lagS * Math.log(2000 / 50);
+
+  it('settles a 2 kW step within ±50 W in 6 s with fast answers where the battery allows it (dead time 0.5 s, lag 1 s)', function () {
+    const plant = { deadTimeS: 0.5, lagS: 1, meterDelayS: 0 };
+    const run = simulate({ ...plant, answerMs: 100, load: steps, durationS: 110 });
+    const on = settlingS(run.trace, 20, 50);
+    const off = settlingS(run.trace, 50, 80);
+    console.log(
+      `      fast battery: kettle on ${on.toFixed(1)} s, off ${off.toFixed(1)} s (deadbeat limit ${deadbeatLimitS(plant).toFixed(1)} s)`,
+    );
+    should(on).be.belowOrEqual(6);
+    should(off).be.belowOrEqual(6);
+    gapsOk(run.requests);
+  });
+
+  for (const answerMs of [100, 1000]) {
+    it(`settles a 2 kW step as fast as a deadbeat can, in one move, with ${answerMs} ms answers (dead time 1 s, lag 1.5 s, meter 0.5 s late)`, function () {
+      const plant = { deadTimeS: 1, lagS: 1.5, meterDelayS: 0.5 };
+      const run = simulate({ ...plant, answerMs, load: steps, durationS: 110 });
+      const on = settlingS(run.trace, 20, 50);
+      const off = settlingS(run.trace, 50, 80);
+      console.log(`      kettle on ${on.toFixed(1)} s, off ${off.toFixed(1)} s (deadbeat limit ${deadbeatLimitS(plant).toFixed(1)} s)`);
+      should(on).be.belowOrEqual(deadbeatLimitS(plant) + 0.1);
+      should(off).be.belowOrEqual(deadbeatLimitS(plant) + 0.1);
+      for (const [from, to] of [
+        [20, 50],
+        [50, 80],
+        [80, 110],
+      ]) {
+        should(reversals(run.decisions, from, to)).be.belowOrEqual(1, `reversals ${from}-${to} s`);
+        // The step itself is one write; at most two more trim the dead band's rest.
+        should(run.decisions.filter((d) => d.action === 'set' && d.t >= from * 1000 && d.t < to * 1000).length).be.belowOrEqual(3);
+      }
+      gapsOk(run.requests);
+    });
+  }
+
+  for (const lagS of [0.5, 1.5, 5]) {
+    for (const meterDelayS of [0, 2]) {
+      for (const deadTimeS of [0, 0.5, 2]) {
+        it(`no sustained oscillation: lag ${lagS} s, meter ${meterDelayS} s late, dead time ${deadTimeS} s`, function () {
+          const run = simulate({ deadTimeS, lagS, meterDelayS, answerMs: 100, load: steps, durationS: 110 });
+          // Each constant-load stretch ends settled and quiet: at most one reversal, nothing sent in its last 5 s.
+          for (const [from, to] of [
+            [0, 20],
+            [20, 50],
+            [50, 80],
+            [80, 110],
+          ]) {
+            should(reversals(run.decisions, from, to)).be.belowOrEqual(1, `reversals ${from}-${to} s`);
+            should(settlingS(run.trace, from, to)).be.below(to - from - 3, `settled ${from}-${to} s`);
+            const late = run.decisions.filter((d) => d.action === 'set' && d.t > (to - 5) * 1000 && d.t < to * 1000);
+            should(late).be.empty();
+          }
+          gapsOk(run.requests);
+        });
+      }
+    }
+  }
+
+  it('never exceeds the maximum powers, and does not wind up at them', function () {
+    const load = (t: number) => (t < 30 ? 3000 : t < 60 ? -2500 : 200);
+    const run = simulate({
+      deadTimeS: 1,
+      lagS: 1.5,
+      meterDelayS: 0.5,
+      answerMs: 100,
+      load,
+      durationS: 90,
+      settings: { maxDischarge: 1000, maxCharge: 700 },
+    });
+    const sent = run.decisions.filter((d) => d.action === 'set').map((d) => d.setpoint!);
+    should(Math.max(...sent)).equal(1000);
+    should(Math.min(...sent)).equal(-700);
+    // Held at the limit: one write there, no repeats while the grid stays off target.
+    should(sent.filter((v) => v === 1000)).have.length(1);
+    // No wind-up: once the load drops to 200 W, the next reading that shows it moves the setpoint onto it.
+    const next = run.decisions.find((d) => d.action === 'set' && d.t > 60000)!;
+    should(next.t).be.belowOrEqual(62000);
+    should(next.setpoint).be.within(150, 250);
+  });
+
+  it('charges only from surplus unless grid charging is allowed', function () {
+    const load = (t: number) => (t < 30 ? -400 : 600);
+    const run = simulate({ deadTimeS: 1, lagS: 1.5, meterDelayS: 0.5, answerMs: 100, load, durationS: 60, settings: { target: 100 } });
+    // Target +100 W import while exporting 400 W: charging 400 W is all the surplus; the grid may not pay for 100 W more.
+    for (const decision of run.decisions.filter((d) => d.action === 'set' && d.t < 30000)) should(decision.setpoint).be.aboveOrEqual(-400);
+    const charging = run.trace.filter((p) => p.t > 10000 && p.t < 30000);
+    should(Math.max(...charging.map((p) => p.grid))).be.belowOrEqual(50);
+    const allowed = simulate({
+      deadTimeS: 1,
+      lagS: 1.5,
+      meterDelayS: 0.5,
+      answerMs: 100,
+      load,
+      durationS: 60,
+      settings: { target: 100, gridCharge: true },
+    });
+    should(Math.min(...allowed.decisions.filter((d) => d.action === 'set').map((d) => d.setpoint!))).equal(-500);
+  });
+
+  it('stops charging at the charge SOC and discharging at the discharge SOC', function () {
+    // A small battery that fills quickly from surplus, then empties into the load.
+    const load = (t: number) => (t < 60 ? -1500 : 1500);
+    const run = simulate({
+      deadTimeS: 1,
+      lagS: 1.5,
+      meterDelayS: 0.5,
+      answerMs: 100,
+      load,
+      durationS: 150,
+      soc: 85,
+      capacityWh: 100,
+      readSocEveryMs: 5000,
+      settings: { chargeSoc: 90, dischargeSoc: 80 },
+    });
+    const socs = run.decisions.filter((d) => d.action === 'set');
+    for (const d of socs) {
+      if (d.soc !== undefined && d.soc >= 90) should(d.setpoint).be.aboveOrEqual(0);
+      if (d.soc !== undefined && d.soc <= 80) should(d.setpoint).be.belowOrEqual(0);
+    }
+    should(socs.some((d) => d.reason === 'soc')).be.true();
+    should(run.regulator.setpoint).equal(0);
+  });
+
+  it('a silent meter: standby once the time-out has passed, and nothing more until readings come again', function () {
+    const run = simulate({
+      deadTimeS: 1,
+      lagS: 1.5,
+      meterDelayS: 0,
+      answerMs: 100,
+      load: () => 800,
+      durationS: 40,
+      silentFromS: 15,
+      settings: { meterTimeoutMs: 5000 },
+    });
+    const timeouts = run.decisions.filter((d) => d.reason === 'meter timeout');
+    should(timeouts).have.length(1);
+    should(timeouts[0].action).equal('standby');
+    // The last reading came at 14 s: within the time-out plus one interval.
+    should(timeouts[0].t).be.within(19000, 20000);
+    should(run.trace.at(-1)!.setpoint).equal(0);
+  });
+
+  it('a silent meter with self-consumption hands back; with keep nothing moves', function () {
+    const back = simulate({
+      deadTimeS: 1,
+      lagS: 1.5,
+      meterDelayS: 0,
+      answerMs: 100,
+      load: () => 800,
+      durationS: 30,
+      silentFromS: 15,
+      settings: { meterTimeoutMs: 5000, onTimeout: 'self-consumption' },
+    });
+    should(back.decisions.filter((d) => d.action === 'self-consumption')).have.length(1);
+    should(back.regulator.setpoint).be.undefined();
+    const keep = simulate({
+      deadTimeS: 1,
+      lagS: 1.5,
+      meterDelayS: 0,
+      answerMs: 100,
+      load: () => 800,
+      durationS: 30,
+      silentFromS: 15,
+      settings: { meterTimeoutMs: 5000, onTimeout: 'keep' },
+    });
+    should(keep.decisions.filter((d) => d.t > 15000)).be.empty();
+    should(keep.trace.at(-1)!.setpoint).equal(800);
+  });
+
+  it('holds while a setpoint is in flight, and after a failed one decides again', function () {
+    const regulator = new Regulator(SETTINGS, 0);
+    const first = regulator.meter(500, 0);
+    should(first).containEql({ action: 'set', setpoint: 500, reason: 'start' });
+    should(regulator.meter(480, 1000)).containEql({ action: 'hold', reason: 'in flight' });
+    regulator.failed();
+    should(regulator.meter(480, 2000)).containEql({ action: 'set', setpoint: 480 });
+    regulator.acknowledge(480, 2100);
+    // Right after, the battery has not moved: the grid still shows the load, which is no reason to move again.
+    should(regulator.meter(470, 2500)).containEql({ action: 'hold' });
+  });
+
+  it('uses the battery power read with the meter instead of the models', function () {
+    const regulator = new Regulator(SETTINGS, 0);
+    regulator.meter(300, 0);
+    regulator.acknowledge(300, 100);
+    // 0.2 s later the models cannot know; the battery read in the same request says it already gives 300 W.
+    should(regulator.meter(500, 300, 300)).containEql({ action: 'set', setpoint: 800, battery: 300 });
+  });
+
+  it('a read-back (6000) after the battery settled replaces the setpoint as the state: the device stopped on its own', function () {
+    const regulator = new Regulator(SETTINGS, 0);
+    regulator.meter(600, 0);
+    regulator.acknowledge(600, 100);
+    regulator.observeBattery(0, 30000);
+    // The battery gives nothing (e.g. at its SOC floor): the load is the 600 W the grid shows, not 1200 W.
+    should(regulator.meter(600, 30500)).containEql({ action: 'hold', reason: 'dead band', battery: 0 });
+  });
+
+  it('disabled: readings change nothing; enabled again it starts from what it knows', function () {
+    const regulator = new Regulator(SETTINGS, 0);
+    regulator.enable(false, 0);
+    should(regulator.meter(900, 0)).containEql({ action: 'hold', reason: 'disabled' });
+    should(regulator.tick(60000)).be.undefined();
+    regulator.enable(true, 60000);
+    should(regulator.tick(65000)).be.undefined();
+    should(regulator.meter(900, 65000)).containEql({ action: 'set', setpoint: 900 });
+    regulator.acknowledge(900, 65100);
+    should(regulator.tick(70000)).be.undefined();
+    should(regulator.tick(75100)).containEql({ action: 'standby', reason: 'meter timeout' });
+  });
+
+  it('a meter that never spoke leaves the battery alone: no time-out action before the first setpoint', function () {
+    const regulator = new Regulator(SETTINGS, 0);
+    should(regulator.tick(60000)).be.undefined();
+    regulator.meter(400, 60000);
+    regulator.failed();
+    should(regulator.tick(120000)).be.undefined();
+  });
+
+  it('below the minimum power it stands by, and small errors inside the dead band change nothing', function () {
+    const regulator = new Regulator(SETTINGS, 0);
+    should(regulator.meter(30, 0)).containEql({ action: 'set', setpoint: 0 });
+    regulator.acknowledge(0, 100);
+    should(regulator.meter(45, 1000)).containEql({ action: 'hold' });
+    should(regulator.meter(-15, 2000)).containEql({ action: 'hold', reason: 'dead band' });
+  });
+});
