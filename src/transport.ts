@@ -91,8 +91,10 @@ export function exchange(request: HttpExchange): Promise<HttpAnswer> {
     request.signal?.addEventListener('abort', onAbort);
     req.on('error', (error: NodeJS.ErrnoException) => finish(new UnreachableError(`${request.host}:${request.port}`, error)));
     req.on('socket', (socket) => {
-      // A host name's lookup is no part of the round trip.
-      socket.once('lookup', () => (connecting = performance.now()));
+      // A host name's lookup, and an attempt at another of its addresses that failed, are no part of the round trip.
+      const restart = () => (connecting = performance.now());
+      socket.once('lookup', restart);
+      socket.on('connectionAttempt', restart);
       socket.once('connect', () => request.onConnected?.(performance.now() - connecting));
     });
     req.end();
