@@ -6,22 +6,29 @@
 //
 // Options (all optional):
 //   --seconds <n>        length of each scenario (default 30)
-//   --delay <min-max>    one-way delay of the relay in ms, each way (default 0-50)
-//   --latency <min-max>  the simulator's answer time in ms (default 1000)
+//   --delay <list>       one-way delays of the relay in ms, each way, comma-separated <ms> or <min>-<max>: one run per
+//                        network (default 0,0-50: loopback, and a jittery Wi-Fi)
+//   --latency <list>     the simulator's answer times in ms, the same way: one run per device (default
+//                        1000,900-1100,100-1500: a fixed second, a busy device, a very uneven one)
 //   --only <names>       comma-separated scenarios: poll1, poll10, poll50 (K nodes polling every second), poll10x2s
 //                        (ten every 2 s: what they ask fits in the device's capacity), control, control+monitoring,
 //                        first-setpoint
+//   --baseline           also runs every scenario with the margin of before issue 16 (the spread of answer times),
+//                        shown in brackets next to each figure
 //
-// Figures: requests per interval (and their ratio to the device's limit of one request per minimum interval), poll
-// outputs per node per tick (min and median over the nodes), setpoint staleness at the device (the age of the setpoint
-// the simulator holds, counted from when the feed produced it, sampled every 50 ms: median, p95, worst), arrivals
-// under the minimum interval as the simulator saw them, 503s, and the smallest gap between arrivals.
+// Figures: requests per interval, next to the limit (the mean of max(interval, answer time + way back + the next
+// connection's handshake + its way there): what a client can do that knows every delay and opens each connection when
+// the answer is in) and their ratio to it (capacity used), poll outputs per node per tick (min and median over the
+// nodes), setpoint staleness at the device (the age of the setpoint the simulator holds, counted from when the feed
+// produced it, sampled every 50 ms: median, p95, worst), arrivals under the minimum interval as the simulator saw
+// them, 503s, and the smallest gap between arrivals.
 const path = require('node:path');
 
 const dist = path.resolve(__dirname, '..', 'dist');
 const { helper, PASSWORD } = require(path.join(dist, 'test', 'support.js'));
 const { startRelay } = require(path.join(dist, 'test', 'relay.js'));
 const { DeviceSimulator, READ_POINTS, REAL_TIME } = require(path.join(dist, 'src'));
+const { ArrivalMargin } = require(path.join(dist, 'src', 'scheduler.js'));
 const nodes = ['device', 'read', 'control'].map((name) => require(path.join(dist, 'nodes', `localbattery-${name}.js`)));
 
 const INTERVAL_MS = 1000;
@@ -36,13 +43,24 @@ function range(text, flag) {
   return [min, max];
 }
 
+const ranges = (text, flag) => (text ?? '').split(',').map((item) => range(item, flag));
+
 function options(argv) {
-  const chosen = { seconds: 30, delay: [0, 50], latency: [1000, 1000], only: SCENARIOS };
+  const chosen = {
+    seconds: 30,
+    delays: ranges('0,0-50'),
+    latencies: ranges('1000,900-1100,100-1500'),
+    only: SCENARIOS,
+    baseline: false,
+  };
   for (let i = 0; i < argv.length; i += 2) {
     const [flag, value] = [argv[i], argv[i + 1]];
-    if (flag === '--seconds') chosen.seconds = Number(value);
-    else if (flag === '--delay') chosen.delay = range(value, flag);
-    else if (flag === '--latency') chosen.latency = range(value, flag);
+    if (flag === '--baseline') {
+      chosen.baseline = true;
+      i--;
+    } else if (flag === '--seconds') chosen.seconds = Number(value);
+    else if (flag === '--delay') chosen.delays = ranges(value, flag);
+    else if (flag === '--latency') chosen.latencies = ranges(value, flag);
     else if (flag === '--only') chosen.only = value.split(',');
     else throw new Error(`unknown option ${flag}`);
   }
@@ -59,6 +77,57 @@ const quantile = (values, q) => {
   return sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))];
 };
 const median = (values) => quantile(values, 0.5);
+
+const uniform = ([min, max]) => min + Math.random() * (max - min);
+
+/**
+ * Requests per interval that a client can reach at best: it knows every delay, opens each connection as soon as the
+ * answer before is in and sends at once, so each arrival is max(interval, answer time + way back + the handshake there
+ * and back + the way there) after the one before.
+ */
+function limit(settings) {
+  let total = 0;
+  const n = 200000;
+  for (let i = 0; i < n; i++) {
+    const network = uniform(settings.delay) + uniform(settings.delay) + uniform(settings.delay) + uniform(settings.delay);
+    total += Math.max(INTERVAL_MS, uniform(settings.latency) + network);
+  }
+  return INTERVAL_MS / (total / n);
+}
+
+/**
+ * For --baseline: the margin before issue 16, the whole spread of the last 16 answer times (sent to answered) plus
+ * 10 ms, 100 ms while fewer than 8 are timed, plus the 503 steps, at most 400 ms. Swapped into the queue's margin.
+ */
+const newMargin = {
+  connected: ArrivalMargin.prototype.connected,
+  answered: ArrivalMargin.prototype.answered,
+  ms: Object.getOwnPropertyDescriptor(ArrivalMargin.prototype, 'ms'),
+};
+const oldMargin = {
+  connected() {
+    this.sentAt = performance.now();
+  },
+  answered() {
+    newMargin.answered.call(this);
+    if (this.sentAt === undefined) return;
+    this.answerTimes = [...(this.answerTimes ?? []), performance.now() - this.sentAt].slice(-16);
+    this.sentAt = undefined;
+  },
+  ms: {
+    configurable: true,
+    get() {
+      const times = this.answerTimes ?? [];
+      const spread = times.length < 8 ? 100 : Math.max(...times) - Math.min(...times);
+      return Math.min(400, Math.ceil(10 + spread + this.tooEarly));
+    },
+  },
+};
+function useMargin(margin) {
+  ArrivalMargin.prototype.connected = margin.connected;
+  ArrivalMargin.prototype.answered = margin.answered;
+  Object.defineProperty(ArrivalMargin.prototype, 'ms', margin.ms);
+}
 
 /** A simulator behind the relay, and the flow's device configuration pointing at the relay. */
 async function device(settings, simulatorOptions = {}) {
@@ -135,10 +204,11 @@ async function run(settings, flow, { simulatorOptions, during, pollers = [] } = 
   }
 }
 
-function requestFigures(result) {
+function requestFigures(result, settings) {
   const perInterval = result.requests / (result.elapsedMs / INTERVAL_MS);
   return {
     requestsPerInterval: perInterval.toFixed(2),
+    capacityUsed: (perInterval / settings.limit).toFixed(2),
     early:
       result.stats.violations.filter((v) => v.kind === 'interval').length +
       result.stats.violations.filter((v) => v.kind === 'parallel').length,
@@ -153,7 +223,7 @@ function pollFigures(result, pollers) {
     const times = result.counts.get(p.id);
     return times.length < 2 ? 0 : (times.length - 1) / ((times.at(-1) - times[0]) / (p.seconds * 1000));
   });
-  return perTick.length === 0 ? '–' : `${Math.min(...perTick).toFixed(2)} / ${median(perTick).toFixed(2)}`;
+  return perTick.length === 0 ? '–' : `${Math.min(...perTick).toFixed(2)}`;
 }
 
 /** A 10 Hz control feed of discharge setpoints, each a new power; samples the age of the one the device holds. */
@@ -189,7 +259,7 @@ async function pollScenario(settings, k, seconds = 1) {
   const result = await run(settings, flow, { pollers });
   return {
     scenario: `${k} read node${k > 1 ? 's' : ''} polling every ${seconds} s`,
-    ...requestFigures(result),
+    ...requestFigures(result, settings),
     outputsPerTick: pollFigures(result, pollers),
     staleness: '–',
   };
@@ -208,15 +278,16 @@ async function controlScenario(settings, monitoring) {
   const ages = result.samples;
   return {
     scenario: monitoring ? '10 Hz control + reads every 1 s and 2 s' : '10 Hz control feed',
-    ...requestFigures(result),
+    ...requestFigures(result, settings),
     outputsPerTick: pollFigures(result, pollers),
-    staleness: `${Math.round(median(ages))} / ${Math.round(quantile(ages, 0.95))} / ${Math.round(Math.max(...ages))} ms`,
+    staleness: `${Math.round(median(ages))} / ${Math.round(quantile(ages, 0.95))} / ${Math.round(Math.max(...ages))}`,
   };
 }
 
 /**
  * Time from a control node's first message to the setpoint at the device. `before`: 'read' (a read of the working mode
- * first) or 'redeploy' (an earlier flow set a setpoint, then the flows were deployed anew).
+ * first), 'redeploy' (an earlier flow set a setpoint, then the flows were deployed anew) or 'redeploy-app' (the same,
+ * and meanwhile the owner's app put the device back to self-consumption).
  */
 async function firstSetpoint(settings, workingMode, before) {
   const knownByRead = before === 'read';
@@ -235,59 +306,109 @@ async function firstSetpoint(settings, workingMode, before) {
       await read;
       await sleep(INTERVAL_MS + 200); // the next request slot is free again
     }
-    if (before === 'redeploy') {
+    if (before?.startsWith('redeploy')) {
       helper.getNode('control').receive({ payload: 900 });
       while (simulator.control.power !== 900) await sleep(5);
       await helper.unload();
+      if (before === 'redeploy-app') simulator.changeWorkingMode(1);
       await helper.load(nodes, [config, ...flow], credentials);
       await sleep(INTERVAL_MS + 200);
     }
     const started = performance.now();
+    const requestsBefore = simulator.stats.requests;
     helper.getNode('control').receive({ payload: 1234 });
     while (simulator.control.power !== 1234 && performance.now() - started < 15000) await sleep(2);
     const ms = performance.now() - started;
+    const requests = simulator.stats.requests - requestsBefore;
     await helper.unload();
-    return { ms, stats: simulator.stats };
+    return { ms, requests };
   } finally {
     await relay.close();
     await simulator.stop();
   }
 }
 
+const FIRST_SETPOINT_CASES = [
+  ['device in working mode 1 (nothing known)', 1, undefined, 2],
+  ['device in real-time control, nothing known (Node-RED just started)', REAL_TIME.mode, undefined, 1],
+  ['device in real-time control, known from a read', REAL_TIME.mode, 'read', 1],
+  ['device in real-time control, after a redeploy', REAL_TIME.mode, 'redeploy', 1],
+  ['after a redeploy, the app meanwhile set working mode 1', REAL_TIME.mode, 'redeploy-app', 2],
+];
+
+/** `figure` of the new margin's run, and of the baseline's in brackets. */
+const pair = (result, figure) => (result.old ? `${result.now[figure]} (${result.old[figure]})` : `${result.now[figure]}`);
+
+async function withBaseline(settings, measure) {
+  useMargin(newMargin);
+  const now = await measure();
+  if (!settings.baseline) return { now };
+  useMargin(oldMargin);
+  try {
+    return { now, old: await measure() };
+  } finally {
+    useMargin(newMargin);
+  }
+}
+
 async function main() {
-  const settings = options(process.argv.slice(2));
+  const chosen = options(process.argv.slice(2));
   await new Promise((resolve) => helper.startServer(resolve));
   console.log(
-    `Node-RED with this package; simulator answering in ${settings.latency.join('-')} ms and rejecting too-early requests with 503,` +
-      ` behind a relay adding ${settings.delay.join('-')} ms each way; minimum interval ${INTERVAL_MS} ms; ${settings.seconds} s per scenario.\n`,
+    `Node-RED with this package; simulator rejecting too-early requests with 503, behind a relay; minimum interval` +
+      ` ${INTERVAL_MS} ms; ${chosen.seconds} s per scenario.` +
+      (chosen.baseline ? ' In brackets: the same with the margin of before (the spread of answer times).' : '') +
+      '\n',
   );
   const rows = [];
-  for (const k of [1, 10, 50]) if (settings.only.includes(`poll${k}`)) rows.push(await pollScenario(settings, k));
-  if (settings.only.includes('poll10x2s')) rows.push(await pollScenario(settings, 10, 2));
-  if (settings.only.includes('control')) rows.push(await controlScenario(settings, false));
-  if (settings.only.includes('control+monitoring')) rows.push(await controlScenario(settings, true));
+  const starts = [];
+  for (const delay of chosen.delays)
+    for (const latency of chosen.latencies) {
+      const settings = { ...chosen, delay, latency };
+      settings.limit = limit(settings);
+      const device = `${latency[0] === latency[1] ? latency[0] : latency.join('-')} ms`;
+      const network = delay[1] === 0 ? 'loopback' : `${delay.join('-')} ms`;
+      const scenarios = [];
+      for (const k of [1, 10, 50]) if (chosen.only.includes(`poll${k}`)) scenarios.push(() => pollScenario(settings, k));
+      if (chosen.only.includes('poll10x2s')) scenarios.push(() => pollScenario(settings, 10, 2));
+      if (chosen.only.includes('control')) scenarios.push(() => controlScenario(settings, false));
+      if (chosen.only.includes('control+monitoring')) scenarios.push(() => controlScenario(settings, true));
+      for (const scenario of scenarios) {
+        const result = await withBaseline(settings, scenario);
+        rows.push({ device, network, limit: settings.limit.toFixed(2), scenario: result.now.scenario, result });
+        console.error(`done: ${device}, ${network}, ${result.now.scenario}`);
+      }
+      if (chosen.only.includes('first-setpoint'))
+        for (const [label, mode, before, intervals] of FIRST_SETPOINT_CASES) {
+          const result = await withBaseline(settings, async () => {
+            const { ms, requests } = await firstSetpoint(settings, mode, before);
+            return { ms: Math.round(ms), requests };
+          });
+          starts.push({ device, network, label, intervals, result });
+          console.error(`done: ${device}, ${network}, ${label}`);
+        }
+    }
   if (rows.length > 0) {
     console.log(
-      '| scenario | requests per interval (limit 1) | arrivals under the minimum | 503s | smallest gap | outputs per tick (min / median) | setpoint age (median / p95 / worst) |',
+      '| device answers | network (each way) | scenario | requests per interval | limit | capacity used | arrivals under the minimum | 503s | smallest gap (ms) | outputs per tick (min) | setpoint age, ms (median / p95 / worst) |',
     );
-    console.log('|---|---|---|---|---|---|---|');
-    for (const r of rows)
+    console.log('|---|---|---|---|---|---|---|---|---|---|---|');
+    for (const { device, network, limit, scenario, result } of rows)
       console.log(
-        `| ${r.scenario} | ${r.requestsPerInterval} | ${r.early} | ${r.rejected503} | ${r.minGapMs} ms | ${r.outputsPerTick} | ${r.staleness} |`,
+        `| ${device} | ${network} | ${scenario} | ${pair(result, 'requestsPerInterval')} | ${limit} | ${pair(result, 'capacityUsed')} | ` +
+          `${pair(result, 'early')} | ${pair(result, 'rejected503')} | ${pair(result, 'minGapMs')} | ${pair(result, 'outputsPerTick')} | ` +
+          `${pair(result, 'staleness')} |`,
       );
   }
-  if (settings.only.includes('first-setpoint')) {
-    console.log('\n| first setpoint | at the device after | requests |');
-    console.log('|---|---|---|');
-    for (const [label, mode, before] of [
-      ['device in working mode 1 (mode written first, without reading it)', 1, undefined],
-      ['device in real-time control, nothing known (Node-RED just started)', REAL_TIME.mode, undefined],
-      ['device in real-time control, known from a read', REAL_TIME.mode, 'read'],
-      ['device in real-time control, after a redeploy', REAL_TIME.mode, 'redeploy'],
-    ]) {
-      const result = await firstSetpoint(settings, mode, before);
-      console.log(`| ${label} | ${Math.round(result.ms)} ms | ${JSON.stringify(result.stats.byOperation).replace(/"/g, '')} |`);
-    }
+  if (starts.length > 0) {
+    console.log(
+      '\n| device answers | network (each way) | first setpoint of a control node | at the device after, ms | requests | target |',
+    );
+    console.log('|---|---|---|---|---|---|');
+    for (const { device, network, label, intervals, result } of starts)
+      console.log(
+        `| ${device} | ${network} | ${label} | ${pair(result, 'ms')} | ${pair(result, 'requests')} | ≤ ${intervals * INTERVAL_MS} ms |`,
+      );
   }
   await new Promise((resolve) => helper.stopServer(resolve));
 }

@@ -3,7 +3,7 @@
  * the old and the new flows across a redeploy). The device takes one request at a time, at least the minimum
  * interval apart, so this is the one place where that rule is kept:
  * - one request in flight; each reaches the device at least the interval after the one before, plus a margin that
- *   follows what the connection shows (the spread of answer times, and a 503 for a request that came too early);
+ *   follows what the network shows (the spread of connect times, and a 503 for a request that came too early);
  * - waiting reads of clients with the same credentials are merged into GetData requests of at most 50 addresses,
  *   filled in turn from every caller, so a small read never waits behind a large one;
  * - when reads and commands both wait they take turns, so neither a control loop nor a large read starves the other;
@@ -14,10 +14,10 @@
  */
 import { ClientClosedError, QueueFullError } from './errors';
 
-/** Least margin on top of the minimum interval: arrival times at the device vary by a few ms even on loopback. */
+/** Least margin on top of the minimum interval: timers and the device's own clock are late by a few ms. */
 const BASE_MARGIN_MS = 10;
-/** Margin while too few answers have been timed to know the connection's spread. */
-const PRIOR_MARGIN_MS = 100;
+/** Spread assumed while too few connections have been timed: a busy Wi-Fi's (0 to 50 ms each way). */
+const PRIOR_SPREAD_MS = 100;
 const MAX_MARGIN_MS = 400;
 /** Margin added for each 503 (a request the device found too early); it decays by 1 ms per answer. */
 const TOO_EARLY_STEP_MS = 25;
@@ -28,23 +28,32 @@ const TOO_EARLY_STEP_MS = 25;
 const KNOWN_AFTER_LAST_CLIENT_MS = 10000;
 /** How long an idle queue waits for more work to merge before it sends. */
 const MERGE_WINDOW_MS = 5;
-/** Answer times kept to estimate the spread of one-way delays. */
-const TIMING_WINDOW = 16;
-const MIN_TIMED_ANSWERS = 8;
+/** Connect times kept to estimate the spread of one-way delays. */
+const TIMING_WINDOW = 32;
+const MIN_TIMED_CONNECTS = 8;
 
 /**
  * How far the next request must be held back beyond the interval so that network jitter cannot bring it to the
- * device too early. The request reaches the device one one-way delay after it leaves; two requests' delays differ
- * by at most the spread of one-way delays. That is bounded by the spread of answer times (there and back), which a
- * few samples underestimate (with 0 to 50 ms each way, 16 answers span about 80 ms, half of it is too little).
+ * device too early. A request sent at s arrives at s + d, d its one-way delay; sent the interval plus m after the one
+ * before, it arrives at least the interval after it when m >= d(before) - d(this): m must cover the spread D of
+ * one-way delays. The device's answer time says nothing about D (it is mostly processing), the connect time does:
+ * each request opens a new connection, and the handshake is one round trip, the SYN's delay there plus the SYN-ACK's
+ * back. The spread of such sums is D plus the spread of the way back, so never less than D. A window's range falls
+ * short of the distribution's (n uniform samples cover (n - 1) / (n + 1) of it on average): it is scaled up by that
+ * factor, and while few connections are timed it is at least a prior. A 503 means the bound failed: add more.
  */
 export class ArrivalMargin {
-  private readonly answerTimes: number[] = [];
+  private readonly connectTimes: number[] = [];
   private tooEarly = 0;
 
-  answered(durationMs: number): void {
-    this.answerTimes.push(durationMs);
-    if (this.answerTimes.length > TIMING_WINDOW) this.answerTimes.shift();
+  /** A connection to the device opened in `connectMs` (SYN to SYN-ACK). */
+  connected(connectMs: number): void {
+    this.connectTimes.push(connectMs);
+    if (this.connectTimes.length > TIMING_WINDOW) this.connectTimes.shift();
+  }
+
+  /** An answer came: the device took the request, so earlier 503s weigh less. */
+  answered(): void {
     this.tooEarly = Math.max(0, this.tooEarly - 1);
   }
 
@@ -53,21 +62,26 @@ export class ArrivalMargin {
     this.tooEarly = Math.min(MAX_MARGIN_MS, this.tooEarly + TOO_EARLY_STEP_MS);
   }
 
+  /** The bound on the spread of one-way delays. */
+  get spreadMs(): number {
+    const n = this.connectTimes.length;
+    const range = n < 2 ? 0 : ((Math.max(...this.connectTimes) - Math.min(...this.connectTimes)) * (n + 1)) / (n - 1);
+    return n < MIN_TIMED_CONNECTS ? Math.max(PRIOR_SPREAD_MS, range) : range;
+  }
+
   get ms(): number {
-    const spread =
-      this.answerTimes.length < MIN_TIMED_ANSWERS ? PRIOR_MARGIN_MS : Math.max(...this.answerTimes) - Math.min(...this.answerTimes);
-    return Math.min(MAX_MARGIN_MS, Math.ceil(BASE_MARGIN_MS + spread + this.tooEarly));
+    return Math.min(MAX_MARGIN_MS, Math.ceil(BASE_MARGIN_MS + this.spreadMs + this.tooEarly));
   }
 }
 
 /**
  * Handed to each job: `gate` waits for the next allowed start (call it before every request of the job),
- * `sent` marks the moment the request leaves (its connection is up), `answered` the moment its answer is in,
- * `tooEarly` a 503.
+ * `sent` marks the moment the request leaves (its connection is up, after `connectMs`), `answered` the moment its
+ * answer is in, `tooEarly` a 503.
  */
 export interface RequestContext {
   gate: () => Promise<void>;
-  sent: () => void;
+  sent: (connectMs?: number) => void;
   answered: () => void;
   tooEarly: () => void;
   signal: AbortSignal;
@@ -137,8 +151,6 @@ export class DeviceQueue {
   /** When the last request left, and the interval it asked for. */
   private lastSent = -Infinity;
   private lastInterval = 0;
-  /** When the request in flight left (for its answer time). */
-  private sentAt: number | undefined;
   private lastTurn: 'read' | 'command' = 'read';
   /** When the last member left (performance.now()). */
   private lastLeft = -Infinity;
@@ -316,18 +328,15 @@ export class DeviceQueue {
         if (signal.aborted) throw new ClientClosedError(true);
         this.lastSent = performance.now();
         this.lastInterval = interval;
-        this.sentAt = undefined;
         this.requestCount++;
       },
-      sent: () => {
-        // Counted from here: a connection that took long to open must not bring the next request early.
+      sent: (connectMs) => {
+        // Counted from here, when the request's bytes leave: a connection that took long to open must not bring the
+        // next request early.
         this.lastSent = performance.now();
-        this.sentAt = this.lastSent;
+        if (connectMs !== undefined) this.margin.connected(connectMs);
       },
-      answered: () => {
-        if (this.sentAt !== undefined) this.margin.answered(performance.now() - this.sentAt);
-        this.sentAt = undefined;
-      },
+      answered: () => this.margin.answered(),
       tooEarly: () => this.margin.rejectedAsEarly(),
       signal,
     };

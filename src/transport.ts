@@ -16,8 +16,11 @@ export interface HttpExchange {
   /** Name of the operation, for error messages. */
   operation: string;
   signal?: AbortSignal;
-  /** Called when the connection is up, just before the request goes out. */
-  onConnected?: () => void;
+  /**
+   * Called when the connection is up, just before the request goes out, with the time the connection took to open
+   * (from the connect call, after any name lookup, to the handshake's end: one network round trip).
+   */
+  onConnected?: (connectMs: number) => void;
 }
 
 export interface HttpAnswer {
@@ -47,6 +50,7 @@ export function exchange(request: HttpExchange): Promise<HttpAnswer> {
       } else resolve(answer!);
     };
     const onAbort = () => finish(new ClientClosedError(true));
+    let connecting = performance.now();
     const req = http.request(
       {
         host: request.host,
@@ -86,7 +90,13 @@ export function exchange(request: HttpExchange): Promise<HttpAnswer> {
     const timer = setTimeout(() => finish(new TimeoutError(request.operation, request.timeoutMs)), request.timeoutMs);
     request.signal?.addEventListener('abort', onAbort);
     req.on('error', (error: NodeJS.ErrnoException) => finish(new UnreachableError(`${request.host}:${request.port}`, error)));
-    req.on('socket', (socket) => socket.once('connect', () => request.onConnected?.()));
+    req.on('socket', (socket) => {
+      // A host name's lookup, and an attempt at another of its addresses that failed, are no part of the round trip.
+      const restart = () => (connecting = performance.now());
+      socket.once('lookup', restart);
+      socket.on('connectionAttempt', restart);
+      socket.once('connect', () => request.onConnected?.(performance.now() - connecting));
+    });
     req.end();
   });
 }

@@ -5,8 +5,9 @@ import should from 'should';
 import { READ_POINTS, REAL_TIME, pointByName } from '../src/catalogue';
 import { DeviceClient, type ClientOptions } from '../src/client';
 import type { DeviceError } from '../src/errors';
-import { ArrivalMargin } from '../src/scheduler';
+import { ArrivalMargin, deviceQueue } from '../src/scheduler';
 import { DeviceSimulator, type SimulatorOptions } from '../src/simulator';
+import { exchange } from '../src/transport';
 
 const PASSWORD = 'queue-pass';
 const address = (name: string) => pointByName(name)!.address;
@@ -83,24 +84,95 @@ describe('device queue (one per device, sessions per user)', function () {
 
   it('sends again after a 503, later, and holds requests back more from then on', async () => {
     await start();
-    const margin = new ArrivalMargin();
-    const start0 = margin.ms;
-    margin.rejectedAsEarly();
-    margin.ms.should.be.above(start0);
+    const margin = deviceQueue('127.0.0.1', simulator.port).margin;
+    const before = margin.ms;
     simulator.setFault('http503', 1);
     const result = await client.read([address('batterySoc')]);
     result.values.has(address('batterySoc')).should.be.true();
     simulator.stats.requests.should.equal(2);
     simulator.stats.violations.should.be.empty();
+    margin.ms.should.be.aboveOrEqual(before + 20);
   });
 
-  it('learns the margin from the spread of answer times, within bounds', () => {
-    const margin = new ArrivalMargin();
-    margin.ms.should.equal(110); // nothing timed yet: a prior
-    for (let i = 0; i < 16; i++) margin.answered(1000 + (i % 2) * 60);
-    margin.ms.should.equal(70);
-    for (let i = 0; i < 16; i++) margin.answered(3);
-    margin.ms.should.be.belowOrEqual(15);
+  it('tells when the connection is up, with its connect time, before the request reaches the device', async () => {
+    let arrival = 0;
+    const server = http.createServer((_req, res) => {
+      arrival = performance.now();
+      res.end('{}');
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    let connected = 0;
+    let connectMs = -1;
+    const started = performance.now();
+    try {
+      await exchange({
+        host: '127.0.0.1',
+        port: (server.address() as AddressInfo).port,
+        method: 'POST',
+        target: '/rpc/Vendor.GetData',
+        headers: {},
+        timeoutMs: 3000,
+        operation: 'Vendor.GetData',
+        onConnected: (ms) => {
+          connected = performance.now();
+          connectMs = ms;
+        },
+      });
+    } finally {
+      await new Promise((resolve) => server.close(resolve));
+    }
+    connected.should.be.above(0);
+    connected.should.be.belowOrEqual(arrival);
+    connectMs.should.be.within(0, connected - started);
+  });
+
+  describe('arrival margin', () => {
+    it('holds a prior while few connections are timed', () => {
+      const margin = new ArrivalMargin();
+      margin.ms.should.equal(110);
+      for (let i = 0; i < 7; i++) margin.connected(1);
+      margin.ms.should.equal(110);
+    });
+
+    it('follows the spread of connect times, scaled for the window, and not the answer times', () => {
+      const margin = new ArrivalMargin();
+      // 32 handshakes of 20 and 80 ms: a range of 60 ms, times 33/31 for 32 samples.
+      for (let i = 0; i < 32; i++) margin.connected(20 + (i % 2) * 60);
+      margin.spreadMs.should.be.approximately(63.87, 0.01);
+      margin.ms.should.equal(74);
+      // Answers of 0.9 to 1.1 s (the device's processing) change nothing.
+      for (let i = 0; i < 32; i++) margin.answered();
+      margin.ms.should.equal(74);
+      // On loopback the network adds almost nothing.
+      for (let i = 0; i < 32; i++) margin.connected(0.2 + (i % 5) * 0.1);
+      margin.ms.should.equal(11);
+    });
+
+    it('widens at once when one connection is slower, and forgets it after a window', () => {
+      const margin = new ArrivalMargin();
+      for (let i = 0; i < 32; i++) margin.connected(1);
+      margin.ms.should.equal(10);
+      margin.connected(61);
+      margin.ms.should.equal(74);
+      for (let i = 0; i < 31; i++) margin.connected(1);
+      margin.ms.should.equal(74);
+      margin.connected(1);
+      margin.ms.should.equal(10);
+    });
+
+    it('grows by a step for each 503, shrinks by 1 ms per answer, within bounds', () => {
+      const margin = new ArrivalMargin();
+      for (let i = 0; i < 32; i++) margin.connected(1);
+      margin.rejectedAsEarly();
+      margin.rejectedAsEarly();
+      margin.ms.should.equal(60);
+      for (let i = 0; i < 10; i++) margin.answered();
+      margin.ms.should.equal(50);
+      for (let i = 0; i < 100; i++) margin.rejectedAsEarly();
+      margin.ms.should.equal(400);
+      for (let i = 0; i < 1000; i++) margin.answered();
+      margin.ms.should.equal(10);
+    });
   });
 
   it('says an oversized answer is a bad answer, not an unreachable device', async () => {

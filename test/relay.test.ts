@@ -9,13 +9,16 @@ import { startRelay } from './relay';
 describe('loopback relay with random delay', function () {
   this.timeout(30000);
 
-  it('delays each chunk within the range and keeps bytes and order', async () => {
+  it('delays the handshake and each chunk within the range and keeps bytes and order', async () => {
     const echo = net.createServer((socket) => socket.pipe(socket));
     await new Promise<void>((resolve) => echo.listen(0, '127.0.0.1', resolve));
     const relay = await startRelay((echo.address() as net.AddressInfo).port, { minMs: 20, maxMs: 40 });
     try {
+      const opened = performance.now();
       const socket = net.connect(relay.port, '127.0.0.1');
       await new Promise((resolve) => socket.once('connect', resolve));
+      // A SYN there and a SYN-ACK back.
+      (performance.now() - opened).should.be.within(40, 200);
       const received: Buffer[] = [];
       socket.on('data', (chunk: Buffer) => received.push(chunk));
       const started = Date.now();

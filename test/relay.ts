@@ -1,6 +1,7 @@
 /**
  * A TCP relay on 127.0.0.1 that behaves like a jittery network (Wi-Fi): every chunk, in each direction, is held back
- * by a random one-way delay in [minMs, maxMs], never overtaking the chunk before it. For tests and `npm run bench`.
+ * by a random one-way delay in [minMs, maxMs], never overtaking the chunk before it; so is the handshake of every
+ * connection this process opens to it (a SYN there and a SYN-ACK back). For tests and `npm run bench`.
  */
 import net from 'node:net';
 
@@ -12,6 +13,60 @@ export interface Relay {
 export interface RelayDelay {
   minMs: number;
   maxMs: number;
+}
+
+const oneWay = (delay: RelayDelay) => delay.minMs + Math.random() * (delay.maxMs - delay.minMs);
+
+/** Relay ports whose handshakes are held back, with their delay and the timers doing it. */
+const handshakes = new Map<number, { delay: RelayDelay; timers: Set<NodeJS.Timeout> }>();
+type Method = (...args: unknown[]) => unknown;
+interface Connecting {
+  emit: Method;
+  destroyed: boolean;
+}
+const socketPrototype = net.Socket.prototype as unknown as { connect: Method };
+let realConnect: Method | undefined;
+
+function portOf(args: unknown[]): number {
+  const first = Array.isArray(args[0]) ? (args[0] as unknown[])[0] : args[0];
+  return Number(typeof first === 'object' && first !== null ? (first as net.TcpNetConnectOpts).port : first);
+}
+
+/**
+ * A userland relay cannot hold back the kernel's SYN-ACK, so the client's side does it: a socket connecting to the
+ * relay emits 'connect' (which also releases what was written meanwhile) one random round trip late.
+ */
+function holdHandshakes(port: number, delay: RelayDelay, timers: Set<NodeJS.Timeout>): void {
+  handshakes.set(port, { delay, timers });
+  if (realConnect) return;
+  const connect = (realConnect = socketPrototype.connect);
+  socketPrototype.connect = function (this: Connecting, ...args: unknown[]) {
+    const held = handshakes.get(portOf(args));
+    if (held) {
+      const emit = this.emit;
+      this.emit = function (this: Connecting, event: unknown, ...rest: unknown[]) {
+        if (event !== 'connect') return emit.call(this, event, ...rest);
+        this.emit = emit;
+        const timer = setTimeout(
+          () => {
+            held.timers.delete(timer);
+            if (!this.destroyed) emit.call(this, event, ...rest);
+          },
+          oneWay(held.delay) + oneWay(held.delay),
+        );
+        held.timers.add(timer);
+        return true;
+      };
+    }
+    return connect.apply(this, args);
+  };
+}
+
+function releaseHandshakes(port: number): void {
+  handshakes.delete(port);
+  if (handshakes.size > 0 || !realConnect) return;
+  socketPrototype.connect = realConnect;
+  realConnect = undefined;
 }
 
 /** Forwards `from` to `to`, each chunk after its own delay, in order; the end follows the last chunk. */
@@ -35,7 +90,7 @@ function delayedPipe(from: net.Socket, to: net.Socket, delay: RelayDelay, timers
   };
   const push = (chunk: Buffer | null) => {
     const last = queue.at(-1)?.at ?? 0;
-    queue.push({ at: Math.max(last, Date.now() + delay.minMs + Math.random() * (delay.maxMs - delay.minMs)), chunk });
+    queue.push({ at: Math.max(last, Date.now() + oneWay(delay)), chunk });
     if (!timer) flush();
   };
   from.on('data', (chunk: Buffer) => push(chunk));
@@ -61,16 +116,19 @@ export function startRelay(targetPort: number, delay: RelayDelay): Promise<Relay
     delayedPipe(up, down, delay, timers);
   });
   return new Promise((resolve) => {
-    server.listen(0, '127.0.0.1', () =>
+    server.listen(0, '127.0.0.1', () => {
+      const port = (server.address() as net.AddressInfo).port;
+      holdHandshakes(port, delay, timers);
       resolve({
-        port: (server.address() as net.AddressInfo).port,
+        port,
         close: () =>
           new Promise<void>((done) => {
+            releaseHandshakes(port);
             for (const timer of timers) clearTimeout(timer);
             for (const socket of sockets) socket.destroy();
             server.close(() => done());
           }),
-      }),
-    );
+      });
+    });
   });
 }
