@@ -19,6 +19,7 @@ import {
   type ReadPoint,
   type WritePoint,
 } from './catalogue';
+import { House, type HouseScenario } from './simulator-house';
 
 export interface ControlSettings {
   state: number;
@@ -71,7 +72,22 @@ export interface DeviceModelOptions {
   firmware: string;
   timeScale: number;
   workingMode?: number;
+  house?: HouseScenario;
+  deadTimeS?: number;
+  lagS?: number;
+  meterDelayS?: number;
 }
+
+/** The longest step of the model, simulated s: short against the battery's lag and dead time. */
+const MAX_STEP_S = 0.05;
+
+interface Demand {
+  power: number;
+  floor: number;
+  ceiling: number;
+}
+
+const IDLE: Demand = { power: 0, floor: 0, ceiling: 100 };
 
 export class DeviceModel {
   readonly modelClass: ModelClass;
@@ -81,7 +97,15 @@ export class DeviceModel {
   private readonly type: string;
   private readonly blankIdentity: boolean;
   readonly firmware: string;
-  private readonly timeScale: number;
+  timeScale: number;
+  private readonly house: House;
+  private readonly deadTimeS: number;
+  private readonly lagS: number;
+  private readonly meterDelayS: number;
+  /** Wanted battery power by simulated time, kept for the dead time. */
+  private readonly demands: { t: number; v: Demand }[] = [];
+  /** True grid power by simulated time, kept for the meter's delay. */
+  private readonly grids: { t: number; v: number }[] = [];
   startedAt = performance.now();
 
   // Battery model, in simulated seconds since start.
@@ -91,7 +115,10 @@ export class DeviceModel {
   batteryPowerW = 0;
   loadW = 0;
   pvW = 0;
+  /** The meter's reading (the true grid power meterDelayS ago). */
   meterW = 0;
+  /** True grid power now, W, positive = import. */
+  gridW = 0;
   readonly settingsByName = new Map<string, number>();
   controlSettings: ControlSettings;
   /** Energy counters by read-point name, in the unit the catalogue gives for the point. */
@@ -122,6 +149,16 @@ export class DeviceModel {
     this.blankIdentity = options.blankIdentity;
     this.firmware = options.firmware;
     this.timeScale = options.timeScale;
+    this.house = new House(options.house);
+    this.deadTimeS = options.deadTimeS ?? 0;
+    this.lagS = options.lagS ?? 0;
+    this.meterDelayS = options.meterDelayS ?? 0;
+    for (const [name, value] of [
+      ['deadTimeS', this.deadTimeS],
+      ['lagS', this.lagS],
+      ['meterDelayS', this.meterDelayS],
+    ] as const)
+      if (!Number.isFinite(value) || value < 0) throw new RangeError(`${name} must be a number >= 0`);
     for (const write of WRITE_POINTS) {
       if (write.realTimeOnly) continue;
       const name = write.readAs ?? write.name;
@@ -263,10 +300,15 @@ export class DeviceModel {
   /** Moves the model forward by the real time since the last call, times timeScale. */
   advance(): void {
     const now = performance.now();
-    let remaining = ((now - this.lastAdvance) / 1000) * this.timeScale;
+    const seconds = ((now - this.lastAdvance) / 1000) * this.timeScale;
     this.lastAdvance = now;
-    // Steps of at least a simulated second, at most ~1000 of them per call.
-    const stepSeconds = Math.max(1, remaining / 1000);
+    this.run(seconds);
+  }
+
+  /** Moves the model forward by `seconds` of simulated time, in steps of at most MAX_STEP_S (at most ~1000 per call). */
+  run(seconds: number): void {
+    let remaining = seconds;
+    const stepSeconds = Math.max(MAX_STEP_S, remaining / 1000);
     while (remaining > 1e-9) {
       const dt = Math.min(stepSeconds, remaining);
       this.step(dt);
@@ -277,34 +319,54 @@ export class DeviceModel {
   private step(dt: number): void {
     this.simSeconds += dt;
     const t = this.simSeconds;
-    this.loadW = 420 + 90 * Math.sin((2 * Math.PI * t) / 900) + 30 * Math.sin((2 * Math.PI * t) / 137);
-    this.pvW = Math.max(0, 260 + 120 * Math.sin((2 * Math.PI * t) / 3600));
+    this.loadW = this.house.load(t);
+    this.pvW = this.house.pv(t);
 
-    const { power, floor, ceiling } = this.batteryDemand(this.loadW - this.pvW);
+    // The battery acts on what it was asked dead-time ago (over this step: at its start), with a first-order lag.
+    const demand = this.classLimited(this.batteryDemand(this.loadW - this.pvW));
+    const { power: target, floor, ceiling } = this.delayed(this.demands, t, this.deadTimeS > 0 ? this.deadTimeS + dt : 0, demand, IDLE);
+    let power = this.lagS > 0 ? this.batteryPowerW + (target - this.batteryPowerW) * (1 - Math.exp(-dt / this.lagS)) : target;
     const capacityWh = this.capacityKwh * 1000;
     const before = this.socExact;
     let after = before - ((power * dt) / 3600 / capacityWh) * 100;
-    let actual = power;
     if (power < 0 && after >= ceiling) {
       after = Math.max(before, ceiling);
-      actual = 0; // reached the target: the battery stops
+      power = 0; // reached the target: the battery stops
     } else if (power > 0 && after <= floor) {
       after = Math.min(before, floor);
-      actual = 0;
+      power = 0;
     }
     this.socExact = Math.min(100, Math.max(0, after));
-    this.batteryPowerW = actual;
-    this.meterW = this.loadW - this.pvW - actual;
+    this.batteryPowerW = power;
+    this.gridW = this.loadW - this.pvW - power;
+    this.meterW = this.delayed(this.grids, t, this.meterDelayS, this.gridW, this.grids[0]?.v ?? this.gridW);
 
     const movedWh = ((this.socExact - before) / 100) * capacityWh;
     if (movedWh > 0) this.addEnergy(['batteryChargeEnergyDaily', 'batteryChargeEnergyTotal'], movedWh);
     if (movedWh < 0) this.addEnergy(['batteryDischargeEnergyDaily', 'batteryDischargeEnergyTotal', 'acOutputEnergyTotal'], -movedWh);
-    if (this.meterW > 0) this.addEnergy(['acInputEnergyTotal'], (this.meterW * dt) / 3600);
+    if (this.gridW > 0) this.addEnergy(['acInputEnergyTotal'], (this.gridW * dt) / 3600);
     this.addEnergy(['pvEnergyDaily', 'pvEnergyTotal'], (this.pvW * dt) / 3600);
   }
 
+  /** Records `value` at `t` and gives the one in force `delay` before: `initial` while nothing is that old. */
+  private delayed<T>(entries: { t: number; v: T }[], t: number, delay: number, value: T, initial: T): T {
+    if (delay === 0) return value;
+    if (entries.length > 0 && entries[entries.length - 1]!.t === t) entries[entries.length - 1]!.v = value;
+    else entries.push({ t, v: value });
+    // Times are sums of steps: a nanosecond's tolerance.
+    const then = t - delay + 1e-9;
+    while (entries.length > 1 && entries[1]!.t <= then) entries.shift();
+    return entries[0]!.t <= then ? entries[0]!.v : initial;
+  }
+
+  /** The model class's charge and discharge limits. */
+  private classLimited(demand: Demand): Demand {
+    const limits = MODEL_CLASSES[this.modelClass];
+    return { ...demand, power: Math.min(limits.maxDischargePower, Math.max(-limits.maxChargePower, demand.power)) };
+  }
+
   /** Wanted battery power (positive = discharging) and the SOC limits it stops at. */
-  private batteryDemand(netLoadW: number): { power: number; floor: number; ceiling: number } {
+  private batteryDemand(netLoadW: number): Demand {
     const soc = this.socExact;
     const mode = this.workingMode;
     if (mode === REAL_TIME.mode) {

@@ -4,6 +4,7 @@
  * and authentication server (simulator-server.ts) and discovery (simulator-discovery.ts). Node built-ins only.
  */
 import { type ModelClass } from './catalogue';
+import type { HouseScenario } from './simulator-house';
 import { checkPassword } from './password-crypto';
 import { DeviceModel, defaultUnsupportedAddresses, type ControlSettings } from './simulator-device';
 import { DiscoveryResponder, advertisableAddress } from './simulator-discovery';
@@ -11,6 +12,15 @@ import { FAULTS, SimulatorHttp, type Fault, type SimulatorAuth, type SimulatorSt
 import net from 'node:net';
 
 export { defaultUnsupportedAddresses, modelAddresses, type ControlSettings } from './simulator-device';
+export {
+  DEMO_HOUSE,
+  HOUSE_PRESETS,
+  House,
+  seededRandom,
+  type ApplianceCycle,
+  type HouseEvent,
+  type HouseScenario,
+} from './simulator-house';
 export { FAULTS, type Fault, type SimulatorAuth, type SimulatorStats, type Violation } from './simulator-server';
 
 export const SIMULATOR_AUTH_MODES: readonly SimulatorAuth[] = ['digest', 'none'];
@@ -58,6 +68,14 @@ export interface SimulatorOptions {
   rejectEarly?: boolean;
   /** Working mode at start (1, 4 or 5), default 1: 5 leaves the battery idle, so the meter shows the whole house. */
   workingMode?: number;
+  /** The house behind the meter; default: a smooth load of 330-540 W and PV of 140-380 W. */
+  house?: HouseScenario;
+  /** Simulated seconds before the battery starts to follow a new setpoint (or, in self-consumption, the load). */
+  deadTimeS?: number;
+  /** Time constant of the battery's first-order lag towards its setpoint, simulated s (0: at once). */
+  lagS?: number;
+  /** The meter's reading (11016, 21028) is the true grid power this many simulated seconds ago. */
+  meterDelayS?: number;
 }
 
 export const SIMULATOR_DEFAULTS = {
@@ -75,6 +93,9 @@ export const SIMULATOR_DEFAULTS = {
   type: 'SIM-5120',
   firmware: 'V1.3.07_R003.001_SIM00_00000012',
   slowDelayMs: 2500,
+  deadTimeS: 0,
+  lagS: 0,
+  meterDelayS: 0,
 } as const;
 
 export class DeviceSimulator {
@@ -118,6 +139,10 @@ export class DeviceSimulator {
       firmware: options.firmware ?? SIMULATOR_DEFAULTS.firmware,
       timeScale,
       workingMode: options.workingMode,
+      house: options.house,
+      deadTimeS: options.deadTimeS,
+      lagS: options.lagS,
+      meterDelayS: options.meterDelayS,
     });
     this.http = new SimulatorHttp(
       {
@@ -269,10 +294,55 @@ export class DeviceSimulator {
     return Math.round(this.device.batteryPowerW);
   }
 
-  /** W, positive = import. */
+  /** The meter's reading, W, positive = import (meterDelayS behind the true grid power). */
   get meterPower(): number {
     this.device.advance();
     return Math.round(this.device.meterW);
+  }
+
+  /** The true grid power now: house load - PV - battery power, W, positive = import (unrounded). */
+  get gridPower(): number {
+    this.device.advance();
+    return this.device.gridW;
+  }
+
+  /** The house's load now, W. */
+  get houseLoad(): number {
+    this.device.advance();
+    return this.device.loadW;
+  }
+
+  /** Simulated seconds since the simulator was made. */
+  get simulatedSeconds(): number {
+    this.device.advance();
+    return this.device.simSeconds;
+  }
+
+  /** Simulated seconds per real second; 0 freezes the model (then `tick` moves it). */
+  get timeScale(): number {
+    return this.device.timeScale;
+  }
+
+  set timeScale(scale: number) {
+    if (!Number.isFinite(scale) || scale < 0) throw new RangeError('timeScale must be a number >= 0');
+    this.device.advance();
+    this.device.timeScale = scale;
+  }
+
+  /** Moves the model forward by `seconds` of simulated time at once (for a frozen simulator, timeScale 0). */
+  tick(seconds: number): void {
+    if (!Number.isFinite(seconds) || seconds < 0) throw new RangeError('seconds must be a number >= 0');
+    this.device.advance();
+    this.device.run(seconds);
+  }
+
+  /**
+   * A SetData in process, as the device would carry it out over HTTP (same checks, true when accepted), without a
+   * request: for benchmarks and tests that steer the model directly. Not recorded in the stats.
+   */
+  setData(address: number, values: readonly number[]): boolean {
+    this.device.advance();
+    return this.device.setData({ f: 16, t: address, v: [...values] });
   }
 
   get pvPower(): number {
