@@ -73,7 +73,9 @@ function house(flag: string, value: string): HouseScenario {
   try {
     return JSON.parse(fs.readFileSync(value, 'utf8')) as HouseScenario;
   } catch (error) {
-    throw new Error(`${flag} needs ${Object.keys(HOUSE_PRESETS).join(', ')} or a JSON scenario file: ${(error as Error).message}`);
+    throw new Error(`${flag} needs ${Object.keys(HOUSE_PRESETS).join(', ')} or a JSON scenario file: ${(error as Error).message}`, {
+      cause: error,
+    });
   }
 }
 
