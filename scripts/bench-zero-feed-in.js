@@ -35,13 +35,14 @@ const SAMPLE_MS = 100;
 /** Setpoint moves up to this size do not count for reversals: the load's noise is ±10 W. */
 const REVERSAL_W = 25;
 const SCENARIO_S = 360;
+const CONTROLLERS = ['zero', 'example', 'none', 'oracle'];
 const ZERO_FILE = path.join(dist, 'nodes', 'localbattery-zero-feed-in.js');
 
 const core = (file) => require(require.resolve(`@node-red/nodes/core/${file}`));
 const ourNode = (name) => require(path.join(dist, 'nodes', `localbattery-${name}.js`));
 
 function options(argv) {
-  const chosen = { seconds: undefined, scale: 1, only: ['zero', 'example', 'none', 'oracle'], meterDelay: 0 };
+  const chosen = { seconds: undefined, scale: 1, only: CONTROLLERS, meterDelay: 0 };
   for (let i = 0; i < argv.length; i += 2) {
     const [flag, value] = [argv[i], argv[i + 1]];
     if (flag === '--seconds') chosen.seconds = Number(value);
@@ -50,6 +51,8 @@ function options(argv) {
     else if (flag === '--meter-delay') chosen.meterDelay = Number(value);
     else throw new Error(`unknown option ${flag}`);
   }
+  for (const name of chosen.only)
+    if (!CONTROLLERS.includes(name)) throw new Error(`unknown controller ${name}; one of ${CONTROLLERS.join(', ')}`);
   if (!(chosen.scale > 0 && chosen.scale <= 10)) throw new Error('--scale needs a number in (0, 10]');
   chosen.seconds ??= Math.round(SCENARIO_S * chosen.scale);
   if (!(chosen.seconds >= 10)) throw new Error('--seconds needs 10 or more');
