@@ -467,6 +467,20 @@ describe('DeviceSimulator', function () {
       sim.batteryPower.should.equal(0);
     });
 
+    it('moves the meter when a setpoint written over HTTP reaches the battery, after its dead time and lag', async () => {
+      const sim = await start({ timeScale: 0, deadTimeS: 1, lagS: 1.5, house: { baseLoadW: 600, pvW: 100 } });
+      should(await setData(sim, REAL_TIME.modeAddress, [4])).be.true();
+      const meter = async () => (await getData(sim, [address('meterPower')]))[String(address('meterPower'))];
+      should(await meter()).equal(500);
+      should(await setData(sim, REAL_TIME.stateAddress, [2, 800, 5])).be.true();
+      sim.tick(0.9);
+      should(await meter()).equal(500);
+      sim.tick(1.6);
+      (await meter()).should.be.within(-300 + 800 / Math.E - 5, -300 + 800 / Math.E + 5);
+      sim.tick(20);
+      should(await meter()).equal(-300);
+    });
+
     it('covers the house load in self-consumption down to the backup SOC, and idles in mode 5', async () => {
       const sim = await start({ timeScale: 36000 });
       should(await setData(sim, address('backupSocSetting'), [45])).be.true();

@@ -1,5 +1,6 @@
 #!/usr/bin/env node
 /** `local-battery-simulator`: runs the device simulator until SIGINT or SIGTERM. */
+import fs from 'node:fs';
 import type { ModelClass } from '../catalogue';
 import { decimalNumber } from '../numbers';
 import {
@@ -8,7 +9,9 @@ import {
   SIMULATOR_AUTH_MODES,
   SIMULATOR_DEFAULTS,
   SIMULATOR_MODELS,
+  HOUSE_PRESETS,
   type Fault,
+  type HouseScenario,
   type SimulatorAuth,
   type SimulatorOptions,
 } from '../simulator';
@@ -44,6 +47,11 @@ Options:
   --slow-delay <ms>           delay of the slow fault (default ${SIMULATOR_DEFAULTS.slowDelayMs})
   --latency <ms|min-max>      answer every request after this time, e.g. 1000 or 900-1100 (default 0)
   --reject-early              answer a request under the minimum interval (or during another) with 503, not carried out
+  --house <demo|file.json>    the house behind the meter: demo = base load, a fridge, a 2 kW kettle every 5 min,
+                              900 W PV with a cloud every 10 min; or a scenario in JSON (default: a smooth load)
+  --dead-time <s>             the battery follows a new setpoint after this many seconds (default ${SIMULATOR_DEFAULTS.deadTimeS})
+  --lag <s>                   time constant of the battery's first-order lag, s (default ${SIMULATOR_DEFAULTS.lagS})
+  --meter-delay <s>           the meter reads the grid power this many seconds late (default ${SIMULATOR_DEFAULTS.meterDelayS})
   --help                      this text
 `;
 
@@ -58,6 +66,19 @@ function integer(flag: string, text: string, min: number, max: number): number {
   if (!/^\d+$/.test(text.trim()) || value < min || value > max)
     throw new Error(`${flag} needs an integer from ${min} to ${max}, got "${text}"`);
   return value;
+}
+
+/** A preset's scenario, or one read from a JSON file. */
+function house(flag: string, value: string): HouseScenario {
+  const preset = Object.hasOwn(HOUSE_PRESETS, value) ? HOUSE_PRESETS[value] : undefined;
+  if (preset) return preset;
+  try {
+    return JSON.parse(fs.readFileSync(value, 'utf8')) as HouseScenario;
+  } catch (error) {
+    throw new Error(`${flag} needs ${Object.keys(HOUSE_PRESETS).join(', ')} or a JSON scenario file: ${(error as Error).message}`, {
+      cause: error,
+    });
+  }
 }
 
 /** Parses the command line; throws an Error whose message suits the user. */
@@ -128,6 +149,17 @@ export function parseSimulatorArgs(argv: readonly string[]): SimulatorCommand {
         options.timeScale = scale;
         break;
       }
+      case '--dead-time':
+      case '--lag':
+      case '--meter-delay': {
+        const seconds = decimalNumber(value);
+        if (seconds === undefined || seconds < 0 || seconds > 3600) throw new Error(`${flag} needs seconds from 0 to 3600, got "${value}"`);
+        options[flag === '--dead-time' ? 'deadTimeS' : flag === '--lag' ? 'lagS' : 'meterDelayS'] = seconds;
+        break;
+      }
+      case '--house':
+        options.house = house(flag, value);
+        break;
       case '--serial':
         options.serialNumber = value;
         break;
