@@ -40,6 +40,10 @@ const settle = (promise: Promise<unknown>) =>
   );
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
+async function until(check: () => boolean, what: string): Promise<void> {
+  for (const started = Date.now(); !check(); await sleep(5)) if (Date.now() - started > 5000) throw new Error(`no ${what}`);
+}
+
 describe('device state (one truth about each device)', function () {
   this.timeout(30000);
   let simulator: DeviceSimulator;
@@ -179,9 +183,9 @@ describe('device state (one truth about each device)', function () {
       const controller = new RealTimeController(client.session(), SETTINGS);
       (await controller.apply(parseControl(-800, SETTINGS))).status.should.equal('written');
       await client.session().write('controlState', [STATE_CODES.standby, 0, 0]);
-      client.deviceState.setpoint!.should.containEql({ code: STATE_CODES.standby });
       (await controller.apply(parseControl(-800, SETTINGS))).status.should.equal('written');
       simulator.control.should.containEql({ state: STATE_CODES.charge, power: 800 });
+      client.deviceState.setpoint!.should.containEql({ code: STATE_CODES.charge, power: 800 });
     });
 
     it('detects the namespace once per device, not once per client', async () => {
@@ -194,14 +198,15 @@ describe('device state (one truth about each device)', function () {
     });
 
     it('Test connection reports the namespace that answered while another flow polls', async () => {
-      await start();
+      await start({ latencyMs: 200 }); // the flow's poll comes while the device info is answered
       const flow = clientFor();
       const test = clientFor();
       const report = test.testConnection();
-      await sleep(20); // the device info request is out
+      await until(() => simulator.stats.requests === 1, 'device info request');
       const poll = flow.read([address('batterySoc')]); // older than the test's read: it leads the merged request
       const [answer] = await Promise.all([report, poll]);
-      answer.should.containEql({ namespace: 'Vendor', detected: true, auth: 'digest' });
+      should(answer.namespace).equal('Vendor');
+      should(answer).have.properties({ detected: true, auth: 'digest' });
       simulator.stats.byOperation['Vendor.GetData'].should.equal(1);
     });
 
@@ -287,10 +292,7 @@ describe('device state (one truth about each device)', function () {
       const session = client.session();
       simulator.setFault('http503', 1);
       const read = settle(session.read([address('batterySoc')]));
-      await new Promise<void>((resolve) => {
-        const check = () => (simulator.stats.requests === 1 ? resolve() : setTimeout(check, 5));
-        check();
-      });
+      await until(() => simulator.stats.requests === 1, 'first request');
       await sleep(50); // the 503 is in: the retry waits for the interval
       session.close();
       should(await read).equal('CLOSED');
