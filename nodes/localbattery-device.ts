@@ -125,7 +125,6 @@ export = function (RED: NodeAPI) {
     const users = new Map<Node, ClientSession>();
     let client: DeviceClient | undefined;
     node.configError = undefined;
-    const logNamespace = (namespace: string) => node.log(RED._('localbattery-device.log.namespace', { namespace }));
 
     try {
       client = new DeviceClient(optionsFrom(def, textOf(withEnv(node.credentials?.password, node))));
@@ -133,7 +132,7 @@ export = function (RED: NodeAPI) {
         const status = statusOf(state);
         for (const user of users.keys()) user.status(status);
       });
-      client.deviceState.on('namespace', logNamespace);
+      client.on('namespace', (namespace: string) => node.log(RED._('localbattery-device.log.namespace', { namespace })));
       node.client = client;
     } catch (error) {
       node.configError = (error as Error).message;
@@ -160,7 +159,6 @@ export = function (RED: NodeAPI) {
     node.on('close', (done: () => void) => {
       for (const session of users.values()) session.close();
       users.clear();
-      client?.deviceState.off('namespace', logNamespace);
       client?.close();
       client = undefined;
       node.client = undefined;

@@ -405,7 +405,7 @@ export class DeviceClient extends EventEmitter implements QueueMember, DeviceOpe
       const operation = `${namespace}.${kind}`;
       try {
         const body = await this.call({ operation, method: 'POST', config }, context);
-        if (known === undefined) this.queue.state.namespaceAnswered(namespace);
+        if (known === undefined) this.detected(namespace);
         return { operation, body };
       } catch (error) {
         const noSuchOperation = error instanceof HttpStatusError && (error.status === 404 || error.status === 400);
@@ -425,8 +425,15 @@ export class DeviceClient extends EventEmitter implements QueueMember, DeviceOpe
       if (error instanceof HttpStatusError && (error.status === 404 || error.status === 400)) return false;
       throw error;
     }
-    this.queue.state.namespaceAnswered(namespace);
+    this.detected(namespace);
     return true;
+  }
+
+  /** Emits 'namespace' once: this client's request found the namespace, for every client of the device. */
+  private detected(namespace: string): void {
+    if (this.queue.state.namespace === namespace) return;
+    this.queue.state.namespaceAnswered(namespace);
+    this.emit('namespace', namespace);
   }
 
   /**
