@@ -114,6 +114,8 @@ export = function (RED: NodeAPI) {
           status({ fill: 'blue', shape: 'ring', text: RED._('localbattery-control.status.switching') }),
         );
         controller = { settings, run };
+        // What an earlier deployment saw of the working mode may be stale: one read now, through the shared queue.
+        if (settings.switchMode) void run.learnMode();
       } catch (error) {
         configError = error as Error;
         node.status({ fill: 'red', shape: 'ring', text: RED._('localbattery-control.status.invalidConfig') });

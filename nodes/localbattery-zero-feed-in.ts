@@ -104,6 +104,8 @@ export = function (RED: NodeAPI) {
       modeCheckMs: CONTROL_DEFAULTS.modeCheckSeconds * 1000,
     };
     const controller = new RealTimeController(live, controlOptions);
+    // What an earlier deployment saw of the working mode may be stale: the first setpoint waits for one read of it.
+    void controller.learnMode();
     /** The hand-back under way (disable, time-out), so that a close waits for it rather than racing it. */
     let handing: Promise<void> | undefined;
     /** When this node's last write was acknowledged (performance.now(), as the queue's known values). */

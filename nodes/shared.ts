@@ -88,20 +88,42 @@ export function serveDevice<M extends NodeMessageInFlow, T = undefined>(
       done(error as Error);
       return;
     }
+    // Nothing of send, done or status may escape: an unhandled rejection stops the whole Node-RED.
+    const report = (thrown: unknown) => {
+      try {
+        node.warn(thrown instanceof Error ? thrown.message : String(thrown));
+      } catch {
+        // Nowhere left to report it.
+      }
+    };
+    const finish = (error?: Error) => {
+      try {
+        if (error) {
+          node.status(errorStatus(error));
+          done(error);
+        } else done();
+      } catch (thrown) {
+        report(thrown);
+      }
+    };
     Promise.resolve()
       .then(() => handle(msg as M, session, taken))
       .then(
         (out) => {
           if (life.closed) return;
-          if (out) send(out);
-          done();
+          try {
+            if (out) send(out);
+          } catch (error) {
+            finish(error as Error);
+            return;
+          }
+          finish();
         },
         (error: Error) => {
-          if (life.closed) return;
-          node.status(errorStatus(error));
-          done(error);
+          if (!life.closed) finish(error);
         },
-      );
+      )
+      .catch(report);
   });
   node.on('close', (_removed: boolean, done: () => void) => {
     life.closed = true;

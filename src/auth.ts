@@ -4,7 +4,6 @@
  * writes that challenge, lets digest-fetch parse it, and sends the header pre-emptively in one round trip. A real
  * `WWW-Authenticate` challenge goes through the same digest-fetch calls.
  */
-import { randomBytes } from 'node:crypto';
 import type { DigestClient } from 'digest-fetch' with { 'resolution-mode': 'import' };
 
 /** HTTP + Digest (the specification's mode) or none (the maker's HTTP mode, which other integrations use). */
@@ -29,16 +28,26 @@ export interface DigestRequest {
 
 type DigestClientClass = typeof DigestClient;
 
-let digestClientClass: Promise<DigestClientClass> | undefined;
+/** A load done once when it succeeds; a failed one is tried again on the next call, not remembered. */
+export class RetriedLoad<T> {
+  private loading: Promise<T> | undefined;
+
+  constructor(private readonly load: () => Promise<T>) {}
+
+  get(): Promise<T> {
+    this.loading ??= this.load().catch((error: unknown) => {
+      this.loading = undefined;
+      throw error;
+    });
+    return this.loading;
+  }
+}
 
 /**
  * digest-fetch is an ES module; a real dynamic import (tsconfig module node16 keeps it one) loads it from this
- * CommonJS package on every Node version `engines` admits. Loaded once, on the first digest request.
+ * CommonJS package on every Node version `engines` admits. Loaded on the first digest request.
  */
-function loadDigestClient(): Promise<DigestClientClass> {
-  digestClientClass ??= import('digest-fetch').then((module) => module.DigestClient);
-  return digestClientClass;
-}
+const digestClient = new RetriedLoad<DigestClientClass>(() => import('digest-fetch').then((module) => module.DigestClient));
 
 const quote = (value: string) => `"${value}"`;
 
@@ -51,7 +60,7 @@ function ownChallenge(seed: DigestSeed): string {
 
 /** The Authorization header answering `challenge` (a `WWW-Authenticate` value) for this request. */
 export async function answerChallenge(request: DigestRequest, challenge: string): Promise<string> {
-  const Client = await loadDigestClient();
+  const Client = await digestClient.get();
   const client = new Client(request.username, request.password, { algorithm: 'MD5' });
   client.parseAuth(challenge);
   if (!client.hasAuth) throw new Error('not a digest challenge');
@@ -62,10 +71,6 @@ export async function answerChallenge(request: DigestRequest, challenge: string)
 /** The pre-emptive Authorization header: the client picks realm and nonce, the device checks against them. */
 export function digestAuthorization(request: DigestRequest, seed: DigestSeed): Promise<string> {
   return answerChallenge(request, ownChallenge(seed));
-}
-
-export function randomNonce(): string {
-  return randomBytes(8).toString('hex');
 }
 
 /** Realm and nonce chars that would break the quoted header (digest-fetch does not escape). */

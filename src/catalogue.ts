@@ -694,6 +694,9 @@ export function pointByName(name: string): Point | undefined {
   return byName.get(name);
 }
 
+/** The read point that reports the working mode (7101): the write address (47005) differs. */
+export const WORKING_MODE_READ_ADDRESS = pointByName(writePointByAddress(REAL_TIME.modeAddress)!.readAs!)!.address;
+
 /** A read address the catalogue may not know: the device may support more than the specification lists. */
 export function isValidAddress(address: unknown): address is number {
   return typeof address === 'number' && Number.isInteger(address) && address >= 0 && address <= 65535;

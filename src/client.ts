@@ -14,10 +14,13 @@ import {
   validatePowerLimit,
   validateWrite,
   isValidAddress,
+  writePointByAddress,
   type PowerLimits,
   type WritePoint,
 } from './catalogue';
-import { AUTH_MODES, answerChallenge, digestAuthorization, isHeaderSafe, randomNonce, type AuthMode, type DigestSeed } from './auth';
+import { AUTH_MODES, answerChallenge, digestAuthorization, isHeaderSafe, type AuthMode, type DigestSeed } from './auth';
+import { randomNonce } from './digest';
+import type { DeviceState } from './device-state';
 import {
   BadResponseError,
   ClientClosedError,
@@ -110,7 +113,7 @@ export interface DeviceInfo {
 /** What Test connection found out. */
 export interface ConnectionReport {
   auth: AuthMode;
-  /** The namespace that answered; `detected` when it was not configured. */
+  /** The namespace that answered this test's read; `detected` when it was not configured. */
   namespace: string;
   detected: boolean;
   device: DeviceInfo;
@@ -147,6 +150,8 @@ export interface DeviceOperations {
   changePassword(newPassword: string, options?: OperationOptions): Promise<void>;
   /** The last value read from or accepted at `address` by anyone in this process, if not older than `maxAgeMs`. */
   knownValue(address: number, maxAgeMs?: number): KnownValue | undefined;
+  /** What this process knows of the device (shared by every client of it). */
+  readonly deviceState: DeviceState;
 }
 
 export class DeviceClient extends EventEmitter implements QueueMember, DeviceOperations {
@@ -161,14 +166,11 @@ export class DeviceClient extends EventEmitter implements QueueMember, DeviceOpe
   readonly limits: PowerLimits;
   readonly maxQueue: number;
   readonly maxAddressesPerRead = MAX_ADDRESSES_PER_READ;
-  /** Reads of clients with the same key share requests (a digest of the credentials, never the password itself). */
-  readonly mergeKey: string;
   private readonly username: string;
   private password: string;
   private readonly queue: DeviceQueue;
   private closed = false;
   private authorizedOnce = false;
-  private detectedNamespace: string | undefined;
   private currentState: ConnectionState = 'unknown';
 
   constructor(options: ClientOptions) {
@@ -207,11 +209,23 @@ export class DeviceClient extends EventEmitter implements QueueMember, DeviceOpe
       dischargeLimit: validatePowerLimit(options.dischargeLimit ?? POWER_LIMIT.default, 'discharge limit'),
     };
     this.maxQueue = options.maxQueue ?? DEFAULTS.maxQueue;
-    this.mergeKey = createHash('sha256')
-      .update(JSON.stringify([this.auth, this.username, this.auth === 'digest' ? this.password : '', this.configuredNamespace ?? '']))
-      .digest('hex');
     this.queue = deviceQueue(this.host, this.port);
     this.queue.attach(this);
+  }
+
+  /**
+   * Reads of clients with the same key share requests (a digest of the credentials, never the password itself). It
+   * follows a password change.
+   */
+  get mergeKey(): string {
+    return createHash('sha256')
+      .update(JSON.stringify([this.auth, this.username, this.auth === 'digest' ? this.password : '', this.configuredNamespace ?? '']))
+      .digest('hex');
+  }
+
+  /** What this process knows of the device, shared by every client of it. */
+  get deviceState(): DeviceState {
+    return this.queue.state;
   }
 
   /** Last known connection state: 'ok' after a success, otherwise what the last failure says. */
@@ -219,9 +233,12 @@ export class DeviceClient extends EventEmitter implements QueueMember, DeviceOpe
     return this.currentState;
   }
 
-  /** The namespace in use: the configured one, or the detected one (undefined until a data request detects it). */
+  /**
+   * The namespace in use: the configured one, or the one detected for the device by any client of this process
+   * (undefined until a data request detects it).
+   */
   get namespace(): string | undefined {
-    return this.configuredNamespace ?? this.detectedNamespace;
+    return this.configuredNamespace ?? this.queue.state.namespace;
   }
 
   /** Requests sent to the device so far, by every client of this process. */
@@ -292,12 +309,15 @@ export class DeviceClient extends EventEmitter implements QueueMember, DeviceOpe
   }
 
   /**
-   * Device info plus one read of the serial number: shows that the mode and the namespace work, and which namespace.
-   * The same request asks for the limits the device reports (points 114 and 115; a model without them leaves them out).
+   * Device info plus one read of the serial number: shows that the mode and the namespace work, and which namespace
+   * answered (the read may share a request with another flow's: the device state knows the namespace either way). The
+   * same request asks for the limits the device reports (points 114 and 115; a model without them leaves them out).
    */
   async testConnection(): Promise<ConnectionReport> {
     const device = await this.getDeviceInfo();
     const { values } = await this.read([0, REPORTED_LIMITS.chargeLimit, REPORTED_LIMITS.dischargeLimit]);
+    const namespace = this.namespace;
+    if (namespace === undefined) throw new BadResponseError('GetData', 'no namespace answered');
     const reported: Partial<PowerLimits> = {};
     for (const [name, address] of Object.entries(REPORTED_LIMITS) as [keyof PowerLimits, number][]) {
       const value = values.get(address);
@@ -305,7 +325,14 @@ export class DeviceClient extends EventEmitter implements QueueMember, DeviceOpe
       if (typeof value === 'number' && Number.isInteger(value) && value >= POWER_LIMIT.min && value <= POWER_LIMIT.max)
         reported[name] = value;
     }
-    return { auth: this.auth, namespace: this.namespace!, detected: this.configuredNamespace === undefined, device, reported };
+    return { auth: this.auth, namespace, detected: this.configuredNamespace === undefined, device, reported };
+  }
+
+  /** Checks one write from `address` as it will go out (two writes folded into one), for the queue. */
+  validateRange(address: number, values: number[]): void {
+    const point = writePointByAddress(address);
+    if (!point) throw new ValidationError('address', address, 'a write point address');
+    validateWrite(point, values, this.limits);
   }
 
   /**
@@ -378,9 +405,11 @@ export class DeviceClient extends EventEmitter implements QueueMember, DeviceOpe
   }
 
   /**
-   * A GetData or SetData request in the configured namespace, or while none is known, in each of NAMESPACES until
-   * one exists: a 404 or 400 means "no such operation" (field notes); any other answer settles the namespace, so a
-   * model that lacks some points (a 200 without them) is never taken for a wrong namespace.
+   * A GetData or SetData request in the configured namespace, or while none is known for the device, in each of
+   * NAMESPACES until one exists: a 404 or 400 means "no such operation" (field notes); any other answer settles the
+   * namespace for every client of the device, so a model that lacks some points (a 200 without them) is never taken
+   * for a wrong namespace. A 400 to a write may be about its values: a read of the serial number in that namespace
+   * tells, and where it is answered the namespace is settled and the write's 400 stands.
    */
   private async dataCall(
     kind: 'GetData' | 'SetData',
@@ -393,18 +422,35 @@ export class DeviceClient extends EventEmitter implements QueueMember, DeviceOpe
       const operation = `${namespace}.${kind}`;
       try {
         const body = await this.call({ operation, method: 'POST', config }, context);
-        if (known === undefined && this.detectedNamespace === undefined) {
-          this.detectedNamespace = namespace;
-          this.emit('namespace', namespace);
-        }
+        if (known === undefined) this.detected(namespace);
         return { operation, body };
       } catch (error) {
         const noSuchOperation = error instanceof HttpStatusError && (error.status === 404 || error.status === 400);
         if (!noSuchOperation || known !== undefined) throw error;
+        if (kind === 'SetData' && error.status === 400 && (await this.answers(namespace, context))) throw error;
         status = error.status;
       }
     }
     throw new HttpStatusError(NAMESPACES.map((n) => `${n}.${kind}`).join(' and '), status, 'no namespace');
+  }
+
+  /** Whether `namespace` exists on the device (its GetData of the serial number is answered); settles it if so. */
+  private async answers(namespace: string, context: RequestContext): Promise<boolean> {
+    try {
+      await this.call({ operation: `${namespace}.GetData`, method: 'POST', config: { t: [0] } }, context);
+    } catch (error) {
+      if (error instanceof HttpStatusError && (error.status === 404 || error.status === 400)) return false;
+      throw error;
+    }
+    this.detected(namespace);
+    return true;
+  }
+
+  /** Emits 'namespace' once: this client's request found the namespace, for every client of the device. */
+  private detected(namespace: string): void {
+    if (this.queue.state.namespace === namespace) return;
+    this.queue.state.namespaceAnswered(namespace);
+    this.emit('namespace', namespace);
   }
 
   /**
@@ -436,6 +482,7 @@ export class DeviceClient extends EventEmitter implements QueueMember, DeviceOpe
       }
       const body = this.interpret(call, answer);
       this.authorizedOnce = true;
+      this.queue.state.authAccepted(this.auth);
       this.setState('ok');
       return body;
     } catch (error) {
@@ -547,6 +594,10 @@ export class ClientSession implements DeviceOperations {
 
   knownValue(address: number, maxAgeMs?: number): KnownValue | undefined {
     return this.client.knownValue(address, maxAgeMs);
+  }
+
+  get deviceState(): DeviceState {
+    return this.client.deviceState;
   }
 
   /** Settles this user's waiting work with CLOSED; later calls fail with CLOSED. */

@@ -4,7 +4,16 @@
  * a repeated setpoint may be skipped, and (RealTimeController) sends setpoints, switching the working mode first where
  * needed.
  */
-import { CONTROL_STATES, REAL_TIME, pointByName, validateWrite, writePointByAddress, type WriteLimits, type WritePoint } from './catalogue';
+import {
+  CONTROL_STATES,
+  REAL_TIME,
+  WORKING_MODE_READ_ADDRESS,
+  validateWrite,
+  writePointByAddress,
+  type WriteLimits,
+  type WritePoint,
+} from './catalogue';
+import type { DeviceState } from './device-state';
 import { RefusedError, ValidationError } from './errors';
 import { decimalNumber } from './numbers';
 
@@ -13,10 +22,9 @@ export type ControlStateName = 'standby' | 'charge' | 'discharge';
 const statePoint = writePointByAddress(REAL_TIME.stateAddress)!;
 const powerPoint = writePointByAddress(REAL_TIME.powerAddress)!;
 const socPoint = writePointByAddress(REAL_TIME.socAddress)!;
-const modePoint = writePointByAddress(REAL_TIME.modeAddress)!;
 
 /** The read point that reports the working mode (7101): the write address differs. */
-export const WORKING_MODE_READ_ADDRESS = pointByName(modePoint.readAs!)!.address;
+export { WORKING_MODE_READ_ADDRESS };
 
 function codeOf(label: string): number {
   return CONTROL_STATES.find((option) => option.label === label)!.value;
@@ -308,46 +316,82 @@ export function controlSettings(input: ControlSettingsInput, limits?: WriteLimit
   };
 }
 
+/** Called with the number a write gets in the device state's order (DeviceState.lastWriteTo) when it is queued. */
+export interface WriteOptions {
+  onQueued?: (writeNumber: number) => void;
+}
+
 /** What the controller needs of a client (a flow node's session). */
 export interface ControlTarget {
-  write(point: number, values: unknown): Promise<{ status: 'written' | 'superseded' }>;
-  setRealTime(state: number, power: number, soc: number): Promise<{ status: 'written' | 'superseded' }>;
+  write(point: number, values: unknown, options?: WriteOptions): Promise<{ status: 'written' | 'superseded' }>;
+  setRealTime(state: number, power: number, soc: number, options?: WriteOptions): Promise<{ status: 'written' | 'superseded' }>;
+  read(addresses: readonly number[]): Promise<unknown>;
   /** The last value read from or accepted at `address` (at: performance.now()), if not older than `maxAgeMs`. */
   knownValue(address: number, maxAgeMs?: number): { value: unknown; at: number } | undefined;
+  /** What the process knows of the device: its working mode, the setpoint it acknowledged, the order of writes. */
+  readonly deviceState: DeviceState;
 }
 
 export interface ControlOutcome {
-  /** written: the device acknowledged it; repeat: skipped, the device has it; superseded: a newer write replaced it. */
+  /**
+   * written: the device acknowledged it; repeat: skipped, the device has it; superseded: a newer write replaced it,
+   * or a newer command to the working mode or setpoint came while it was on its way (the last command wins).
+   */
   status: 'written' | 'repeat' | 'superseded';
   /** The working mode was switched to real-time control for it. */
   modeChanged: boolean;
 }
 
+const SUPERSEDED: ControlOutcome = { status: 'superseded', modeChanged: false };
+const CONTROL_ADDRESSES = [REAL_TIME.modeAddress, REAL_TIME.stateAddress, REAL_TIME.powerAddress, REAL_TIME.socAddress];
+
 /**
  * Real-time control over a client: sends setpoints, switching the working mode where needed, and skips a repeat only
- * of what the device acknowledged. The working mode is taken from what anyone in the process last read or wrote at
- * 7101/47005 (so a redeploy or a monitoring read spares a request); when nothing is known it is written without
- * reading first, which is safe because the node switches it anyway. A refused setpoint means the mode was changed
- * elsewhere: it is switched back and the setpoint sent once more.
+ * of what the device acknowledged to anyone (the device state's setpoint: another node's standby in between is no
+ * repeat). The working mode is what the device state knows (a read of 7101, a write of 47005, an accepted setpoint);
+ * `learnMode` reads it when a node starts, so that stale knowledge of an earlier deployment does not count. When
+ * nothing is known it is written without reading first, which is safe because the node switches it anyway. A refused
+ * setpoint means the mode was changed elsewhere: it is switched back and the setpoint sent once more, unless a newer
+ * command to the mode or the setpoint was asked for meanwhile (the last command wins, also over a retry).
  */
 export class RealTimeController {
-  private acknowledged: SentSetpoint | undefined;
   private underWay: { command: ControlCommand; outcome: Promise<ControlOutcome> } | undefined;
-  private modeSwitch: Promise<boolean> | undefined;
-  /** performance.now() of a refused setpoint: what was known of the mode before it no longer counts. */
-  private modeDoubtedAt = -Infinity;
+  private modeSwitch: Promise<'written' | 'superseded'> | undefined;
+  private learning: Promise<number | undefined> | undefined;
+  /** The number of this controller's latest mode write (shared by the setpoints that wait for it). */
+  private ownModeWrite = 0;
+  private readonly state: DeviceState;
 
   constructor(
     private readonly target: ControlTarget,
     private readonly settings: ControllerSettings,
     private readonly onSwitching: () => void = () => undefined,
-  ) {}
+  ) {
+    this.state = target.deviceState;
+  }
+
+  /**
+   * Reads the working mode (7101) through the queue, whatever an earlier deployment saw; setpoints wait for it.
+   * Resolves with the mode, or undefined when the read failed (the first setpoint then switches the mode as before).
+   */
+  learnMode(): Promise<number | undefined> {
+    const learning = this.target.read([WORKING_MODE_READ_ADDRESS]).then(
+      () => this.state.mode(),
+      () => undefined,
+    );
+    this.learning = learning;
+    void learning.then(() => {
+      if (this.learning === learning) this.learning = undefined;
+    });
+    return learning;
+  }
 
   /**
    * Sends `command` unless it repeats an acknowledged setpoint within the repeat time (`force`: send anyway);
    * `onSending` is called when it is decided to send.
    */
   async apply(command: ControlCommand, force = false, onSending: () => void = () => undefined): Promise<ControlOutcome> {
+    if (this.learning) await this.learning;
     if (!force && this.isRepeat(command)) return { status: 'repeat', modeChanged: false };
     const earlier = this.underWay;
     if (!force && earlier && sameSetpoint(earlier.command, command)) {
@@ -367,49 +411,55 @@ export class RealTimeController {
   }
 
   private isRepeat(command: ControlCommand): boolean {
-    return isRepeat(this.acknowledged, command, Date.now(), this.settings.repeatMs);
+    return isRepeat(this.state.setpoint, command, Date.now(), this.settings.repeatMs);
   }
 
   private async send(command: ControlCommand): Promise<ControlOutcome> {
     const { switchMode } = this.settings;
-    let modeChanged = switchMode ? await this.ensureMode() : false;
+    const since = this.state.writeCount;
+    const mine = new Set<number>();
+    const own = { onQueued: (writeNumber: number) => mine.add(writeNumber) };
+    /** A write to the mode or the setpoint asked for by someone else after this one began: it is the last command. */
+    const overtaken = () =>
+      CONTROL_ADDRESSES.some((address) => {
+        const last = this.state.lastWriteTo(address);
+        return last > since && !mine.has(last) && last !== this.ownModeWrite;
+      });
+    let modeChanged = false;
+    if (switchMode) {
+      const switched = await this.ensureMode();
+      if (switched === 'superseded') return SUPERSEDED;
+      modeChanged = switched === 'written';
+    }
     let result;
     try {
-      result = await this.target.setRealTime(...controlValues(command));
+      result = await this.target.setRealTime(...controlValues(command), own);
     } catch (error) {
       if (!(error instanceof RefusedError) || !switchMode || modeChanged) throw error;
-      this.modeDoubtedAt = performance.now();
-      modeChanged = await this.ensureMode();
-      if (!modeChanged) throw error;
-      result = await this.target.setRealTime(...controlValues(command));
+      if (overtaken()) return SUPERSEDED;
+      const switched = await this.ensureMode();
+      if (switched === 'superseded' || overtaken()) return SUPERSEDED;
+      if (switched !== 'written') throw error;
+      modeChanged = true;
+      result = await this.target.setRealTime(...controlValues(command), own);
     }
     if (result.status !== 'written') return { status: 'superseded', modeChanged };
-    this.acknowledged = { code: command.code, power: command.power, soc: command.soc, at: Date.now() };
     return { status: 'written', modeChanged };
   }
 
   /**
-   * The working mode as last read or written, unless older than the re-check time or doubted since. An accepted
-   * control write shows real-time control as well: the device refuses it in any other mode.
+   * Writes the real-time control mode unless it is known to be set (for the re-check time); 'written' when written,
+   * 'superseded' when a newer write to the mode replaced it. Concurrent calls share one.
    */
-  private knownMode(): number | undefined {
+  private ensureMode(): Promise<'known' | 'written' | 'superseded'> {
     const maxAge = this.settings.modeCheckMs > 0 ? this.settings.modeCheckMs : Infinity;
-    const fact = (address: number, mode?: number) => {
-      const known = this.target.knownValue(address, maxAge);
-      return known && known.at > this.modeDoubtedAt ? { mode: mode ?? decimalNumber(known.value), at: known.at } : undefined;
-    };
-    const facts = [fact(WORKING_MODE_READ_ADDRESS), fact(REAL_TIME.modeAddress), fact(REAL_TIME.stateAddress, REAL_TIME.mode)];
-    const newest = facts.reduce((a, b) => (b !== undefined && (a === undefined || b.at > a.at) ? b : a), undefined);
-    return newest?.mode;
-  }
-
-  /** Writes the real-time control mode unless it is known to be set; true when written. Concurrent calls share one. */
-  private ensureMode(): Promise<boolean> {
-    if (this.knownMode() === REAL_TIME.mode) return Promise.resolve(false);
+    if (this.state.mode(maxAge) === REAL_TIME.mode) return Promise.resolve('known');
     this.modeSwitch ??= (async () => {
       this.onSwitching();
-      const outcome = await this.target.write(REAL_TIME.modeAddress, REAL_TIME.mode);
-      return outcome.status === 'written';
+      const outcome = await this.target.write(REAL_TIME.modeAddress, REAL_TIME.mode, {
+        onQueued: (writeNumber) => (this.ownModeWrite = writeNumber),
+      });
+      return outcome.status;
     })().finally(() => {
       this.modeSwitch = undefined;
     });

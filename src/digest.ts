@@ -40,6 +40,7 @@ export function parseDigestHeader(header: string | undefined): Record<string, st
   return fields;
 }
 
+/** A fresh nonce: the simulator's challenges and the client's own pre-emptive digest headers. */
 export function randomNonce(): string {
   return randomBytes(8).toString('hex');
 }

@@ -5,6 +5,7 @@ export * from './errors';
 export * from './numbers';
 export * from './client';
 export * from './scheduler';
+export { DeviceState, type KnownMode, type Setpoint } from './device-state';
 export * from './digest';
 export * from './password-crypto';
 export * from './discovery';

@@ -12,7 +12,8 @@
  * - every job has an owner (a flow node's session, or the client): closing the owner drops its waiting work
  *   without touching anybody else's.
  */
-import { ClientClosedError, QueueFullError } from './errors';
+import { DeviceState, type KnownValue } from './device-state';
+import { ClientClosedError, QueueFullError, RefusedError, ValidationError } from './errors';
 
 /** Least margin on top of the minimum interval: timers and the device's own clock are late by a few ms. */
 const BASE_MARGIN_MS = 10;
@@ -26,6 +27,11 @@ const TOO_EARLY_STEP_MS = 25;
  * that another device later found at the same address is not taken for this one.
  */
 const KNOWN_AFTER_LAST_CLIENT_MS = 10000;
+/**
+ * A request under way whose callers all left is cut this much later when no client is left: a redeploy attaches the
+ * new clients at once, and cutting it would only let the next request reach a device still busy with it.
+ */
+const ABORT_GRACE_MS = 100;
 /** How long an idle queue waits for more work to merge before it sends. */
 const MERGE_WINDOW_MS = 5;
 /** Connect times kept to estimate the spread of one-way delays. */
@@ -96,6 +102,8 @@ export interface QueueMember {
   readonly maxAddressesPerRead: number;
   readBatch(addresses: number[], context: RequestContext): Promise<Record<string, unknown>>;
   writeRange(address: number, values: number[], context: RequestContext): Promise<void>;
+  /** Checks the values of one write from `address` as they will go out (a fold of two writes); throws a ValidationError. */
+  validateRange?(address: number, values: number[]): void;
 }
 
 export interface ReadOutcome {
@@ -111,6 +119,8 @@ export interface JobOptions {
   owner?: object;
   /** Called when the job's first request is about to go out (it no longer waits). */
   onStart?: () => void;
+  /** For writes: called at once with the write's number in the device state's order (see DeviceState.lastWriteTo). */
+  onQueued?: (writeNumber: number) => void;
 }
 
 interface Job {
@@ -129,24 +139,42 @@ interface ReadJob extends Job {
   resolve: (outcome: ReadOutcome) => void;
 }
 
+interface WriteRange {
+  address: number;
+  values: number[];
+}
+
+/** One caller's write inside a (possibly folded) write job. */
+interface WritePart extends WriteRange {
+  member: QueueMember;
+  owner: object;
+}
+
 interface CommandJob extends Job {
-  /** Set for writes: the first address and the values, which a newer overlapping write may fold into. */
-  write?: { address: number; values: number[] };
+  /**
+   * Set for writes: what goes out, and the callers' writes folded into it, oldest first. A caller that leaves takes
+   * its part out; the others' values still go.
+   */
+  write?: WriteRange & { parts: WritePart[] };
   run: (context: RequestContext) => Promise<unknown>;
   resolve: (value: unknown) => void;
 }
 
-/** What the device last said (a read) or accepted (a write) at an address, and when. */
-export interface KnownValue {
-  value: unknown;
-  at: number;
+/** The request under way: `sending` while its bytes may be at the device, `dropped` when none of its callers is left. */
+interface Request {
+  controller: AbortController;
+  sending: boolean;
+  dropped: boolean;
 }
+
+export type { KnownValue };
 
 export class DeviceQueue {
   private readonly members = new Set<QueueMember>();
   private readonly commands: CommandJob[] = [];
   private reads: ReadJob[] = [];
-  private readonly known = new Map<number, KnownValue>();
+  /** What is known of the device, for every client of this process. */
+  readonly state = new DeviceState();
   readonly margin = new ArrivalMargin();
   /** When the last request left, and the interval it asked for. */
   private lastSent = -Infinity;
@@ -157,7 +185,8 @@ export class DeviceQueue {
   private running = false;
   private kick: NodeJS.Timeout | undefined;
   private sleep: { timer: NodeJS.Timeout; wake: () => void } | undefined;
-  private inFlight: AbortController | undefined;
+  private request: Request | undefined;
+  private abortTimer: NodeJS.Timeout | undefined;
   /** The jobs of the request being prepared, whose members' intervals it must respect. */
   private current = new Set<Job>();
   /** Requests started so far (each HTTP request, including a digest challenge's answer). */
@@ -170,19 +199,26 @@ export class DeviceQueue {
   }
 
   attach(member: QueueMember): void {
-    if (this.members.size === 0 && performance.now() - this.lastLeft > KNOWN_AFTER_LAST_CLIENT_MS) this.known.clear();
+    if (this.members.size === 0 && performance.now() - this.lastLeft > KNOWN_AFTER_LAST_CLIENT_MS) this.state.clear();
     this.members.add(member);
+    clearTimeout(this.abortTimer);
+    this.abortTimer = undefined;
   }
 
-  /** The member leaves: its waiting work is rejected; with nobody left, what is in flight is aborted. */
+  /**
+   * The member leaves: its waiting work is rejected; with nobody left, what is in flight is aborted shortly after
+   * unless a client attaches meanwhile (a redeploy).
+   */
   detach(member: QueueMember): void {
     if (!this.members.delete(member)) return;
+    if (this.members.size === 0) this.lastLeft = performance.now();
     this.drop((job) => job.member === member);
-    if (this.members.size === 0) {
-      this.lastLeft = performance.now();
-      this.inFlight?.abort();
-      this.wakeUp();
-    }
+    if (this.members.size === 0) this.wakeUp();
+  }
+
+  /** No client has used the queue for the keep-alive time and nothing is under way: it may be forgotten. */
+  get unused(): boolean {
+    return this.members.size === 0 && !this.running && performance.now() - this.lastLeft > KNOWN_AFTER_LAST_CLIENT_MS;
   }
 
   /** Drops the jobs of `owner`: waiting ones and one in flight are settled with CLOSED; others' jobs go on. */
@@ -192,8 +228,7 @@ export class DeviceQueue {
 
   /** The last value read from or accepted at `address`, if not older than `maxAgeMs`. */
   knownValue(address: number, maxAgeMs = Infinity): KnownValue | undefined {
-    const known = this.known.get(address);
-    return known && performance.now() - known.at <= maxAgeMs ? known : undefined;
+    return this.state.knownValue(address, maxAgeMs);
   }
 
   read(member: QueueMember, addresses: readonly number[], options: JobOptions = {}): Promise<ReadOutcome> {
@@ -210,33 +245,51 @@ export class DeviceQueue {
         reject(new ClientClosedError());
         return;
       }
-      const older = this.commands.findIndex(
+      const older = this.commands.find(
         (job) =>
           job.write !== undefined && !job.started && job.member.mergeKey === member.mergeKey && overlaps(job.write, address, values.length),
       );
-      if (older < 0 && !this.admit(member, reject)) return;
-      let write = { address, values };
-      if (older >= 0) {
-        const replaced = this.commands[older]!;
-        write = fold(replaced.write!, write);
-        replaced.settled = true;
-        replaced.resolve('superseded');
+      if (!older && !this.admit(member, reject)) return;
+      const part: WritePart = { member, owner: options.owner ?? member, address, values };
+      const parts = older ? [...older.write!.parts, part] : [part];
+      let write: WriteRange;
+      try {
+        write = foldAll(parts);
+        // What goes out is checked as a whole: standby [0, 0, 0] with a newer state 1 laid over it is no setpoint.
+        if (older) member.validateRange?.(write.address, write.values);
+      } catch (error) {
+        reject(foldError(error as Error, older!.write!, part));
+        return;
+      }
+      if (older) {
+        older.settled = true;
+        older.resolve('superseded');
       }
       const job: CommandJob = {
         ...this.job(member, options, reject),
-        write,
-        run: async (context) => {
-          await member.writeRange(write.address, write.values, context);
-          write.values.forEach((value, i) => this.known.set(write.address + i, { value, at: performance.now() }));
-          return 'written';
-        },
+        write: { ...write, parts },
+        run: (context) => this.runWrite(job, context),
         resolve: resolve as (value: unknown) => void,
       };
       // The newer write takes the older one's place: writes to other addresses queued in between stay behind it.
-      if (older >= 0) this.commands.splice(older, 1, job);
+      if (older) this.commands.splice(this.commands.indexOf(older), 1, job);
       else this.commands.push(job);
+      const writeNumber = this.state.writeAsked(address, values.length);
+      this.call(() => options.onQueued?.(writeNumber));
       this.schedule();
     });
+  }
+
+  private async runWrite(job: CommandJob, context: RequestContext): Promise<WriteStatus> {
+    const { address, values } = job.write!;
+    try {
+      await job.member.writeRange(address, values, context);
+    } catch (error) {
+      if (error instanceof RefusedError) this.state.refused(address, values.length);
+      throw error;
+    }
+    this.state.wrote(address, values);
+    return 'written';
   }
 
   /** Any other single operation (device info, password change), in order with the writes. */
@@ -264,11 +317,12 @@ export class DeviceQueue {
     return true;
   }
 
-  private drop(matches: (job: Job) => boolean): void {
+  private drop(matches: (job: { member: QueueMember; owner: object }) => boolean): void {
     const error = new ClientClosedError();
     for (const list of [this.commands, this.reads] as Job[][]) {
       for (let i = list.length - 1; i >= 0; i--) {
         const job = list[i]!;
+        if (this.keepsOtherParts(job as CommandJob, matches)) continue;
         if (!matches(job)) continue;
         list.splice(i, 1);
         this.current.delete(job);
@@ -278,7 +332,51 @@ export class DeviceQueue {
         job.reject(job.started ? new ClientClosedError(true) : error);
       }
     }
+    this.dropRequestIfOrphaned();
     if (this.size === 0) this.wakeUp();
+  }
+
+  /**
+   * A waiting folded write loses the parts of callers that leave and goes on with the others' values (an older caller
+   * was already told "superseded"); false when no other part is left, or it is under way.
+   */
+  private keepsOtherParts(job: CommandJob, matches: (part: { member: QueueMember; owner: object }) => boolean): boolean {
+    const write = job.write;
+    if (!write || job.started || write.parts.length < 2 || !write.parts.some(matches)) return false;
+    const parts = write.parts.filter((part) => !matches(part));
+    if (parts.length === 0) return false;
+    job.write = { ...foldAll(parts), parts };
+    const newest = parts[parts.length - 1]!;
+    if (matches(job)) {
+      if (!job.settled) job.reject(new ClientClosedError());
+      job.settled = true;
+      job.member = newest.member;
+      job.owner = newest.owner;
+    }
+    return true;
+  }
+
+  /** With none of its callers left, the request under way must not send again, nor hold the line longer than needed. */
+  private dropRequestIfOrphaned(): void {
+    const request = this.request;
+    if (!request || this.current.size > 0) return;
+    request.dropped = true;
+    if (!request.sending) request.controller.abort();
+    else if (this.members.size === 0 && !this.abortTimer) {
+      this.abortTimer = setTimeout(() => {
+        this.abortTimer = undefined;
+        if (this.members.size === 0) request.controller.abort();
+      }, ABORT_GRACE_MS);
+    }
+  }
+
+  /** Runs a caller's callback: its throw must not stop the queue or escape as an unhandled rejection. */
+  private call(callback: () => void): void {
+    try {
+      callback();
+    } catch (error) {
+      process.emitWarning(error as Error);
+    }
   }
 
   private schedule(): void {
@@ -288,7 +386,11 @@ export class DeviceQueue {
     // time fire a millisecond apart) are merged.
     this.kick = setTimeout(() => {
       this.kick = undefined;
-      void this.pump();
+      // pump() settles every job it runs and throws nothing of a caller's; this only guards against a fault here.
+      this.pump().catch((error: Error) => {
+        process.emitWarning(error);
+        this.drop((job) => this.current.has(job as Job));
+      });
     }, MERGE_WINDOW_MS);
   }
 
@@ -298,9 +400,9 @@ export class DeviceQueue {
         // Wait before choosing, so that reads arriving meanwhile join the batch and the turn is decided late.
         await this.sleepUntil(this.lastSent + this.lastInterval + this.margin.ms);
         if (this.size === 0) break;
-        const controller = new AbortController();
-        this.inFlight = controller;
-        const context = this.contextFor(controller.signal);
+        const request: Request = { controller: new AbortController(), sending: false, dropped: false };
+        this.request = request;
+        const context = this.guard(this.contextFor(request.controller.signal), request);
         const readsWait = this.reads.length > 0;
         if (this.commands.length > 0 && !(readsWait && this.lastTurn === 'command')) {
           this.lastTurn = 'command';
@@ -309,12 +411,31 @@ export class DeviceQueue {
           this.lastTurn = 'read';
           await this.runReads(context);
         }
-        this.inFlight = undefined;
+        this.request = undefined;
+        clearTimeout(this.abortTimer);
+        this.abortTimer = undefined;
         this.current.clear();
       }
     } finally {
       this.running = false;
     }
+  }
+
+  /** A request whose callers all left sends nothing more: not after a 503, a namespace retry or a digest challenge. */
+  private guard(context: RequestContext, request: Request): RequestContext {
+    return {
+      ...context,
+      gate: async () => {
+        if (request.dropped) throw new ClientClosedError(true);
+        await context.gate();
+        if (request.dropped) throw new ClientClosedError(true);
+        request.sending = true;
+      },
+      answered: () => {
+        request.sending = false;
+        context.answered();
+      },
+    };
   }
 
   private contextFor(signal: AbortSignal): RequestContext {
@@ -351,7 +472,7 @@ export class DeviceQueue {
     for (const job of jobs) {
       if (job.started) continue;
       job.started = true;
-      job.onStart?.();
+      if (job.onStart) this.call(job.onStart);
     }
   }
 
@@ -388,11 +509,11 @@ export class DeviceQueue {
       this.removeFinishedReads(participants);
       return;
     }
-    const now = performance.now();
-    for (const address of batch) {
-      const key = String(address);
-      if (Object.prototype.hasOwnProperty.call(answer, key)) this.known.set(address, { value: answer[key], at: now });
-    }
+    this.state.read(
+      [...batch]
+        .filter((address) => Object.prototype.hasOwnProperty.call(answer, String(address)))
+        .map((address) => [address, answer[String(address)]]),
+    );
     for (const job of participants) {
       for (const address of batch) {
         if (!job.pending.delete(address)) continue;
@@ -474,6 +595,22 @@ function overlaps(write: { address: number; values: number[] }, address: number,
   return address < write.address + write.values.length && write.address < address + count;
 }
 
+/** The callers' writes laid over each other, oldest first. */
+function foldAll(parts: WriteRange[]): WriteRange {
+  return parts.slice(1).reduce<WriteRange>((folded, part) => fold(folded, part), { address: parts[0]!.address, values: parts[0]!.values });
+}
+
+/** Why a write cannot be folded into the waiting one: what would go out, and why it is not allowed. */
+function foldError(error: Error, waiting: WriteRange, newer: WriteRange): Error {
+  if (!(error instanceof ValidationError)) return error;
+  const folded = fold(waiting, newer);
+  return new ValidationError(
+    `write of ${JSON.stringify(newer.values)} to address ${newer.address} folded into the waiting ${JSON.stringify(waiting.values)}`,
+    folded.values,
+    `a whole write that is valid (${error.message}); send all values together`,
+  );
+}
+
 /** The older write's range and values with the newer one's values laid over them. */
 function fold(
   older: { address: number; values: number[] },
@@ -492,9 +629,13 @@ function fold(
 
 const queues = new Map<string, DeviceQueue>();
 
-/** The queue of the device at host:port, shared by every client in this process. Hosts compare as addresses do. */
+/**
+ * The queue of the device at host:port, shared by every client in this process. Hosts compare as addresses do.
+ * Queues of devices no client used for the keep-alive time are forgotten here (no timer needed).
+ */
 export function deviceQueue(host: string, port: number): DeviceQueue {
   const key = `${normaliseHost(host)}:${port}`;
+  for (const [other, queue] of queues) if (other !== key && queue.unused) queues.delete(other);
   let queue = queues.get(key);
   if (!queue) {
     queue = new DeviceQueue();

@@ -113,15 +113,15 @@ describe('localbattery-control node', function () {
     should(simulator.control).eql({ state: STATE_CODES.charge, power: 800, soc: SETTINGS.chargeSoc });
     should(simulator.batteryPower).be.below(0);
     should(batteryStateLabel(simulator)).equal('Charging');
-    // Nothing is known of the mode yet: it is written without reading it first, so the setpoint is the second request.
-    should(simulator.stats.byOperation).eql({ 'Vendor.SetData': 2 });
+    // The node read the mode when it started (self-consumption): it is written, so the setpoint is the second write.
+    should(simulator.stats.byOperation).eql({ 'Vendor.GetData': 1, 'Vendor.SetData': 2 });
     should(simulator.stats.violations).be.empty();
 
     const statuses = statusesOf(node);
     should(statuses.slice(0, -1)).eql([
+      { fill: 'green', shape: 'dot', text: text('localbattery-device.status.connected') },
       { fill: 'blue', shape: 'ring', text: text('localbattery-control.status.sending') },
       { fill: 'blue', shape: 'ring', text: text('localbattery-control.status.switching') },
-      { fill: 'green', shape: 'dot', text: text('localbattery-device.status.connected') },
     ]);
     should(statuses.at(-1)).have.properties({ fill: 'green', shape: 'dot' });
     should(statuses.at(-1)!.text).match(new RegExp(`^charge 800 W · ${TIME}$`));
@@ -139,13 +139,14 @@ describe('localbattery-control node', function () {
     should(simulator.control).eql({ state: STATE_CODES.discharge, power: SETTINGS.power, soc: SETTINGS.dischargeSoc });
     should(simulator.batteryPower).be.above(0);
     should(batteryStateLabel(simulator)).equal('Discharging');
-    should(simulator.stats.byOperation).eql({ 'Vendor.SetData': 3 });
+    should(simulator.stats.byOperation).eql({ 'Vendor.GetData': 1, 'Vendor.SetData': 3 });
     should(lastStatus(helper.getNode('control1'))!.text).match(new RegExp(`^discharge ${SETTINGS.power} W · ${TIME}$`));
   });
 
   it('rejects out-of-range and malformed setpoints without any request', async function () {
     simulator = await startSimulator();
     const node = await load(simulator);
+    await until(() => lastStatus(node)?.text === text('localbattery-device.status.connected'), 5000, 'the mode read at start');
     let outputs = 0;
     helper.getNode('out').on('input', () => outputs++);
     const payloads = [
@@ -168,7 +169,8 @@ describe('localbattery-control node', function () {
     }
     await sleep(50);
     should(outputs).equal(0);
-    should(simulator.stats.requests).equal(0);
+    // Only the read of the working mode at start.
+    should(simulator.stats.byOperation).eql({ 'Vendor.GetData': 1 });
     should(lastStatus(node)).eql({ fill: 'red', shape: 'ring', text: 'invalid value' });
   });
 
@@ -237,8 +239,8 @@ describe('localbattery-control node', function () {
     await until(() => completed.length === setpoints.length, 8000, 'every message to complete');
     should(outputs.at(-1).payload.power).equal(setpoints.at(-1));
     should(simulator.control.power).equal(setpoints.at(-1));
-    // The mode switch, then at most two control writes: the device is never flooded.
-    should(simulator.stats.byOperation['Vendor.GetData']).be.undefined();
+    // The mode read at start, the mode switch, then at most two control writes: the device is never flooded.
+    should(simulator.stats.byOperation['Vendor.GetData']).equal(1);
     should(simulator.stats.byOperation['Vendor.SetData']).be.belowOrEqual(3);
     should(simulator.stats.violations).be.empty();
     should(statusesOf(node).map((s) => s.text)).containEql(text('localbattery-control.status.superseded'));
@@ -274,8 +276,8 @@ describe('localbattery-control node', function () {
     should(msg.payload).have.properties({ state: 'discharge', power: 600, modeChanged: true });
     should(simulator.workingMode).equal(REAL_TIME.mode);
     should(simulator.control).eql({ state: STATE_CODES.discharge, power: 600, soc: SETTINGS.dischargeSoc });
-    // Switch, write; the other node's switch; switch, write.
-    should(simulator.stats.byOperation).eql({ 'Vendor.SetData': 5 });
+    // The mode read at start; switch, write; the other node's switch; switch, write.
+    should(simulator.stats.byOperation).eql({ 'Vendor.GetData': 1, 'Vendor.SetData': 5 });
   });
 
   it('switches back and sends once more when the device refuses because the mode was changed in the app', async function () {
@@ -287,8 +289,8 @@ describe('localbattery-control node', function () {
     should(msg.payload).have.properties({ state: 'discharge', power: 600, modeChanged: true });
     should(simulator.workingMode).equal(REAL_TIME.mode);
     should(simulator.control).eql({ state: STATE_CODES.discharge, power: 600, soc: SETTINGS.dischargeSoc });
-    // Switch, write; refused write, switch, write.
-    should(simulator.stats.byOperation).eql({ 'Vendor.SetData': 5 });
+    // The mode read at start; switch, write; refused write, switch, write.
+    should(simulator.stats.byOperation).eql({ 'Vendor.GetData': 1, 'Vendor.SetData': 5 });
     should(simulator.stats.violations).be.empty();
   });
 
@@ -336,12 +338,62 @@ describe('localbattery-control node', function () {
     simulator = await startSimulator();
     const node = await load(simulator);
     node.receive({ payload: -800 });
-    await until(() => simulator.stats.requests === 1, 2000, 'the mode read');
+    // The mode read at start, then the mode write.
+    await until(() => simulator.stats.requests === 2, 3000, 'the mode write');
     const after = watchAfterClose(node);
     await helper.unload();
     await sleep(1500);
     should(after).eql([]);
-    should(simulator.stats.requests).equal(1);
+    should(simulator.stats.requests).equal(2);
+  });
+
+  it('reads the mode when it starts: the first setpoint is one request on a device in real-time control', async function () {
+    simulator = await startSimulator({ workingMode: REAL_TIME.mode });
+    await load(simulator);
+    await until(() => simulator.stats.byOperation['Vendor.GetData'] === 1, 3000, 'the mode read at start');
+    const msg = await control(-800);
+    should(msg.payload).have.properties({ state: 'charge', modeChanged: false });
+    should(simulator.stats.byOperation).eql({ 'Vendor.GetData': 1, 'Vendor.SetData': 1 });
+  });
+
+  it('after a redeploy it reads the mode again: changed meanwhile in the app, the first setpoint is two requests', async function () {
+    simulator = await startSimulator({ workingMode: REAL_TIME.mode });
+    const { flow: deployed, credentials } = flow(simulator);
+    await helper.load(nodes, deployed, credentials);
+    await control(-800);
+    simulator.changeWorkingMode(WORKING_MODES.find((m) => m.value !== REAL_TIME.mode)!.value);
+    await helper.setFlows(
+      deployed.map((n) => (n.id === 'control1' ? { ...n, name: 'redeployed' } : n)),
+      'full',
+      credentials,
+    );
+    await until(() => simulator.stats.byOperation['Vendor.GetData'] === 2, 3000, 'the mode read at the new start');
+    const writes = simulator.stats.byOperation['Vendor.SetData'];
+    const msg = await control(600);
+    should(msg.payload).have.properties({ state: 'discharge', power: 600, modeChanged: true });
+    // The mode, then the setpoint: none refused on the strength of what the old deployment saw.
+    should(simulator.stats.byOperation['Vendor.SetData'] - writes).equal(2);
+    should(simulator.control).eql({ state: STATE_CODES.discharge, power: 600, soc: SETTINGS.dischargeSoc });
+  });
+
+  it('a throw in send becomes the message error, never an unhandled rejection', async function () {
+    const rejections: unknown[] = [];
+    const onRejection = (reason: unknown) => rejections.push(reason);
+    process.on('unhandledRejection', onRejection);
+    try {
+      simulator = await startSimulator({ workingMode: REAL_TIME.mode });
+      const node = await load(simulator);
+      node.send = () => {
+        throw new Error('the next node failed');
+      };
+      const caught = nextInput(helper.getNode('caught'));
+      node.receive({ payload: -800 });
+      should((await caught).error.message).match(/the next node failed/);
+      await sleep(10);
+      should(rejections).eql([]);
+    } finally {
+      process.off('unhandledRejection', onRejection);
+    }
   });
 });
 
