@@ -9,7 +9,7 @@
 #      test/editor.test.ts drives chromium against one it starts);
 #   2. starts that Node-RED with a temporary user directory holding this package (a symlink, as scripts/demo.js does),
 #      the device simulator and every example flow pointed at it, armed, and checks through the admin HTTP API and the
-#      editor's comms socket (127.0.0.1 only) that all 7 node types load, /localbattery/catalogue answers and every
+#      editor's comms socket (127.0.0.1 only) that every node type of package.json loads, /localbattery/catalogue answers and every
 #      flow does its job.
 # Everything stops and the temporary directory is removed at the end. Exits non-zero when anything fails.
 #
