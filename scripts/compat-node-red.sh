@@ -351,10 +351,10 @@ async function main() {
     return `batterySoc ${overview.msg.batterySoc} %, ${split.msg.topic} = ${split.msg.payload}`;
   });
 
-  await check('Zero feed-in: setpoints reach the device in real-time control', async () => {
-    const sent = await until('a setpoint message', () => debugAt('d2a0000000000001').find((entry) => entry.msg && entry.msg.state), 30000);
+  await check('Zero feed-in: the node on the device meter steers the device in real-time control', async () => {
+    const sent = await until('a decision with a setpoint', () => debugAt('d2a0000000000001').find((entry) => entry.msg && typeof entry.msg.setpoint === 'number' && entry.msg.setpoint !== 0), 30000);
     await until('working mode 4 (real-time control)', () => zeroSimulator.workingMode === 4, 10000);
-    return `first setpoint ${sent.msg.state} ${sent.msg.power} W`;
+    return `first setpoint ${sent.msg.setpoint} W at grid ${Math.round(sent.msg.grid)} W (${sent.msg.reason})`;
   });
 
   await check('Device info: info node', async () => {
