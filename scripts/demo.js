@@ -7,7 +7,7 @@ const fs = require('fs');
 const path = require('path');
 const net = require('net');
 const { spawn } = require('child_process');
-const { DeviceSimulator } = require('../dist/src/simulator');
+const { DEMO_HOUSE, DeviceSimulator } = require('../dist/src/simulator');
 
 const root = path.join(__dirname, '..');
 const userDir = process.env.DEMO_DIR ? path.resolve(process.env.DEMO_DIR) : path.join(root, '.demo');
@@ -120,7 +120,11 @@ async function main() {
     udpPort: null,
     password: DEMO_PASSWORD,
     namespace: 'Indevolt',
-    timeScale: 30,
+    // A house for the zero feed-in to hold at 0 W (a kettle every 5 min, PV with a passing cloud), and a battery that,
+    // like a real one, follows its setpoint after a dead time and a lag; in real time, so the regulator meets them.
+    house: DEMO_HOUSE,
+    deadTimeS: 1,
+    lagS: 1.5,
   });
   await simulator.start();
 
