@@ -325,7 +325,7 @@ export interface WriteOptions {
 export interface ControlTarget {
   write(point: number, values: unknown, options?: WriteOptions): Promise<{ status: 'written' | 'superseded' }>;
   setRealTime(state: number, power: number, soc: number, options?: WriteOptions): Promise<{ status: 'written' | 'superseded' }>;
-  read(addresses: readonly number[]): Promise<unknown>;
+  read(addresses: readonly number[], options?: { onStart?: () => void; signal?: AbortSignal }): Promise<unknown>;
   /** The last value read from or accepted at `address` (at: performance.now()), if not older than `maxAgeMs`. */
   knownValue(address: number, maxAgeMs?: number): { value: unknown; at: number } | undefined;
   /** What the process knows of the device: its working mode, the setpoint it acknowledged, the order of writes. */
@@ -357,7 +357,11 @@ const CONTROL_ADDRESSES = [REAL_TIME.modeAddress, REAL_TIME.stateAddress, REAL_T
 export class RealTimeController {
   private underWay: { command: ControlCommand; outcome: Promise<ControlOutcome> } | undefined;
   private modeSwitch: Promise<'written' | 'superseded'> | undefined;
-  private learning: Promise<number | undefined> | undefined;
+  /** The start's read of the working mode while it is under way; `started` once its request goes out. */
+  private learning: { mode: Promise<number | undefined>; started: boolean; withdraw: AbortController } | undefined;
+  /** What was known of the working mode and setpoint before this moment does not count (performance.now(), Date.now()). */
+  private modeKnownAfter = -Infinity;
+  private setpointKnownAfter = -Infinity;
   /** The number of this controller's latest mode write (shared by the setpoints that wait for it). */
   private ownModeWrite = 0;
   private readonly state: DeviceState;
@@ -375,15 +379,40 @@ export class RealTimeController {
    * Resolves with the mode, or undefined when the read failed (the first setpoint then switches the mode as before).
    */
   learnMode(): Promise<number | undefined> {
-    const learning = this.target.read([WORKING_MODE_READ_ADDRESS]).then(
-      () => this.state.mode(),
-      () => undefined,
-    );
+    const withdraw = new AbortController();
+    const askedAt = { clock: performance.now(), date: Date.now() };
+    const learning = {
+      started: false,
+      withdraw,
+      mode: this.target.read([WORKING_MODE_READ_ADDRESS], { onStart: () => (learning.started = true), signal: withdraw.signal }).then(
+        () => this.state.mode(),
+        () => {
+          // Withdrawn for a setpoint: what an earlier deployment saw still does not count.
+          if (withdraw.signal.aborted) {
+            this.modeKnownAfter = askedAt.clock;
+            this.setpointKnownAfter = askedAt.date;
+          }
+          return undefined;
+        },
+      ),
+    };
     this.learning = learning;
-    void learning.then(() => {
+    void learning.mode.then(() => {
       if (this.learning === learning) this.learning = undefined;
     });
-    return learning;
+    return learning.mode;
+  }
+
+  /**
+   * A setpoint waits for the start's read of the mode once that read is on its way (its answer comes about when the
+   * next request may go). While the read still waits for its turn it is withdrawn instead: the mode is then written
+   * without reading, which costs the same request and saves the read's.
+   */
+  private async awaitLearning(): Promise<void> {
+    const learning = this.learning;
+    if (!learning) return;
+    if (!learning.started) learning.withdraw.abort();
+    await learning.mode;
   }
 
   /**
@@ -391,7 +420,7 @@ export class RealTimeController {
    * `onSending` is called when it is decided to send.
    */
   async apply(command: ControlCommand, force = false, onSending: () => void = () => undefined): Promise<ControlOutcome> {
-    if (this.learning) await this.learning;
+    await this.awaitLearning();
     if (!force && this.isRepeat(command)) return { status: 'repeat', modeChanged: false };
     const earlier = this.underWay;
     if (!force && earlier && sameSetpoint(earlier.command, command)) {
@@ -411,7 +440,9 @@ export class RealTimeController {
   }
 
   private isRepeat(command: ControlCommand): boolean {
-    return isRepeat(this.state.setpoint, command, Date.now(), this.settings.repeatMs);
+    const setpoint = this.state.setpoint;
+    if (setpoint && setpoint.at <= this.setpointKnownAfter) return false;
+    return isRepeat(setpoint, command, Date.now(), this.settings.repeatMs);
   }
 
   private async send(command: ControlCommand): Promise<ControlOutcome> {
@@ -453,7 +484,8 @@ export class RealTimeController {
    */
   private ensureMode(): Promise<'known' | 'written' | 'superseded'> {
     const maxAge = this.settings.modeCheckMs > 0 ? this.settings.modeCheckMs : Infinity;
-    if (this.state.mode(maxAge) === REAL_TIME.mode) return Promise.resolve('known');
+    const learntAt = this.state.modeAt ?? -Infinity;
+    if (this.state.mode(maxAge) === REAL_TIME.mode && learntAt >= this.modeKnownAfter) return Promise.resolve('known');
     this.modeSwitch ??= (async () => {
       this.onSwitching();
       const outcome = await this.target.write(REAL_TIME.modeAddress, REAL_TIME.mode, {

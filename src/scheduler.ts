@@ -121,6 +121,8 @@ export interface JobOptions {
   onStart?: () => void;
   /** For writes: called at once with the write's number in the device state's order (see DeviceState.lastWriteTo). */
   onQueued?: (writeNumber: number) => void;
+  /** For reads: aborting withdraws the read while it still waits (settled with CLOSED); once started it runs on. */
+  signal?: AbortSignal;
 }
 
 interface Job {
@@ -233,8 +235,17 @@ export class DeviceQueue {
 
   read(member: QueueMember, addresses: readonly number[], options: JobOptions = {}): Promise<ReadOutcome> {
     return new Promise((resolve, reject) => {
+      if (options.signal?.aborted) {
+        reject(new ClientClosedError());
+        return;
+      }
       if (!this.admit(member, reject)) return;
-      this.reads.push({ ...this.job(member, options, reject), pending: new Set(addresses), values: new Map(), missing: [], resolve });
+      const job: ReadJob = { ...this.job(member, options, reject), pending: new Set(addresses), values: new Map(), missing: [], resolve };
+      this.reads.push(job);
+      const withdraw = () => {
+        if (!job.started) this.drop((waiting) => waiting === job);
+      };
+      options.signal?.addEventListener('abort', withdraw, { once: true });
       this.schedule();
     });
   }

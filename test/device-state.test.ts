@@ -278,13 +278,34 @@ describe('device state (one truth about each device)', function () {
       simulator.changeWorkingMode(1);
       const fresh = clientFor();
       const controller = new RealTimeController(fresh.session(), SETTINGS);
+      const sent = simulator.stats.requests;
       const learning = controller.learnMode(); // the node starts
-      const setpoint = controller.apply(parseControl(1000, SETTINGS)); // a message at once: it waits for the read
+      await until(() => simulator.stats.requests === sent + 1, 'the start read at the device');
+      const setpoint = controller.apply(parseControl(1000, SETTINGS)); // a message: it waits for the read
       should(await learning).equal(1);
       const before = simulator.stats.byOperation['Vendor.SetData'];
       (await setpoint).should.eql({ status: 'written', modeChanged: true });
       (simulator.stats.byOperation['Vendor.SetData'] - before).should.equal(2);
       simulator.control.should.containEql({ state: STATE_CODES.discharge, power: 1000 });
+    });
+
+    it('a message before the start read has gone out withdraws the read: mode and setpoint, two requests in all', async () => {
+      await start({ workingMode: REAL_TIME.mode });
+      const old = clientFor();
+      await new RealTimeController(old.session(), SETTINGS).apply(parseControl(900, SETTINGS));
+      old.close(); // the redeploy; the owner's app puts the device back to self-consumption
+      simulator.changeWorkingMode(1);
+      const fresh = clientFor();
+      const controller = new RealTimeController(fresh.session(), SETTINGS);
+      const before = simulator.stats.requests;
+      const learning = controller.learnMode(); // the node starts; its read waits for the interval after the 900
+      // The same setpoint as before the redeploy: what the earlier deployment saw is no repeat and no known mode.
+      (await controller.apply(parseControl(900, SETTINGS))).should.eql({ status: 'written', modeChanged: true });
+      should(await learning).be.undefined();
+      (simulator.stats.requests - before).should.equal(2);
+      should(simulator.stats.byOperation['Vendor.GetData'] ?? 0).equal(0);
+      simulator.workingMode.should.equal(REAL_TIME.mode);
+      simulator.control.should.containEql({ state: STATE_CODES.discharge, power: 900 });
     });
   });
 
