@@ -16,8 +16,8 @@ import {
   type ControllerSettings,
 } from '../src/control';
 import { ValidationError } from '../src/errors';
-import { zeroFeedInSettings, type ZeroFeedInSettings } from '../src/inputs';
-import { Regulator, gridReading, type Decision, type OnStop } from '../src/regulator';
+import { numberIn, zeroFeedInSettings, type ZeroFeedInSettings } from '../src/inputs';
+import { Regulator, ZERO_FEED_IN_RULES, gridReading, type Decision, type OnStop } from '../src/regulator';
 import { deviceOf, errorStatus, keepErrorCodes } from './shared';
 
 interface ZeroFeedInDef extends NodeDef {
@@ -264,12 +264,30 @@ export = function (RED: NodeAPI) {
 
     status(undefined);
 
-    node.on('input', (msg: NodeMessageInFlow & { enable?: unknown }, _send: unknown, done: (error?: Error) => void) => {
-      if (msg.enable !== undefined) {
-        if (typeof msg.enable !== 'boolean') {
-          done(new ValidationError('msg.enable', msg.enable, 'true or false'));
+    const targetIn = numberIn(ZERO_FEED_IN_RULES.target);
+
+    node.on('input', (msg: NodeMessageInFlow & { enable?: unknown; target?: unknown }, _send: unknown, done: (error?: Error) => void) => {
+      // Both checked before either acts: a bad one changes nothing.
+      if (msg.enable !== undefined && typeof msg.enable !== 'boolean') {
+        done(new ValidationError('msg.enable', msg.enable, 'true or false'));
+        return;
+      }
+      if (msg.target !== undefined) {
+        let target: number;
+        try {
+          target = targetIn(msg.target, 'msg.target');
+        } catch (error) {
+          done(error as Error);
           return;
         }
+        // From the next reading on.
+        regulator.setTarget(target);
+        if (msg.enable === undefined && (config.meterSource === 'device' || msg.payload === undefined)) {
+          done();
+          return;
+        }
+      }
+      if (msg.enable !== undefined) {
         const was = regulator.enabled;
         regulator.enable(msg.enable, now());
         if (was && !msg.enable) handing = handBack(config.onStop).finally(() => (handing = undefined));

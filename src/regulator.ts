@@ -152,11 +152,24 @@ export class Regulator {
   private timedOut = false;
   private on = true;
 
-  constructor(
-    readonly settings: RegulatorSettings,
-    now: number,
-  ) {
+  private current: RegulatorSettings;
+
+  constructor(settings: RegulatorSettings, now: number) {
+    this.current = settings;
     this.lastReading = now;
+  }
+
+  /** The settings in force: those given, with a target changed by setTarget(). */
+  get settings(): RegulatorSettings {
+    return this.current;
+  }
+
+  /**
+   * A new grid power to hold (W, positive: import; checked by the caller): the next reading steers to it. The settings
+   * given to the constructor stay as they were.
+   */
+  setTarget(target: number): void {
+    this.current = { ...this.current, target };
   }
 
   get enabled(): boolean {

@@ -17,7 +17,8 @@ import discoverNode = require('../nodes/localbattery-discover');
 import passwordNode = require('../nodes/localbattery-password');
 import zeroNode = require('../nodes/localbattery-zero-feed-in');
 import { startBroker, type TestBroker } from './mqtt-broker';
-import { DISCOVERY_TOPIC, checkSensorSemantics } from './home-assistant-schema';
+import { DISCOVERY_TOPIC, checkNumberConfig, checkSensorSemantics, checkSwitchConfig } from './home-assistant-schema';
+import { ZERO_FEED_IN_RULES } from '../src/regulator';
 import { lastStatus } from './node-support';
 
 // The core nodes are CommonJS files found by path.
@@ -419,8 +420,14 @@ describe('Home Assistant (MQTT discovery) example', function () {
     await simulator?.stop();
   });
 
-  /** The example against the simulator and the test's broker; `armed` enables the nodes that write. */
-  async function run(armed: boolean, simulatorOptions: Parameters<typeof startSimulator>[0] = {}) {
+  /** The last message on `topic`. */
+  const lastOn = (topic: string) => broker.published.filter((p) => p.topic === topic).at(-1);
+
+  /** The select's writers: armed without zero feed-in, which would overrule them. */
+  const SELECT_WRITERS = ['battery setpoint', 'working mode'];
+
+  /** The example against the simulator and the test's broker; `armed` enables the nodes that write (or those named). */
+  async function run(armed: boolean | string[], simulatorOptions: Parameters<typeof startSimulator>[0] = {}) {
     simulator = await startSimulator(simulatorOptions);
     broker = await startBroker();
     const { flow, credentials } = prepared(NAME, simulator, PASSWORD, armed);
@@ -433,8 +440,9 @@ describe('Home Assistant (MQTT discovery) example', function () {
     const reader = flow.find((n) => n.type === 'localbattery-read')!;
     const serial = String(simulator.value(0));
     const configs = () => broker.published.filter((p) => p.topic.startsWith('homeassistant/') && p.topic.endsWith('/config'));
-    await until(() => configs().length >= reader.points.length + 1, 20000, 'discovery configs');
+    await until(() => configs().length >= reader.points.length + 3, 20000, 'discovery configs');
     await until(() => broker.subscriptions.includes('localbattery/+/control/set'), 10000, 'the control subscription');
+    await until(() => broker.subscriptions.includes('localbattery/+/zero_feed_in/#'), 10000, 'the zero feed-in subscription');
     return { flow, reader, serial, configs };
   }
 
@@ -442,7 +450,8 @@ describe('Home Assistant (MQTT discovery) example', function () {
     const { reader, serial, configs } = await run(false);
     const nodeId = `localbattery_${serial}`;
     const announced = configs();
-    announced.length.should.equal(reader.points.length + 1, 'one config per point and one for the control select');
+    announced.length.should.equal(reader.points.length + 3, 'one config per point, the control select, the zero feed-in switch and number');
+    const components = new Set<string>();
     const uniqueIds = new Set<string>();
     const sensors = new Map<string, FlowNode>();
     for (const { topic, payload, retain } of announced) {
@@ -476,12 +485,45 @@ describe('Home Assistant (MQTT discovery) example', function () {
         config.name.should.equal(pointByName(object)!.label);
         checkSensorSemantics(object, config);
         sensors.set(object, config);
+      } else if (component === 'switch') {
+        object.should.equal('zero_feed_in');
+        checkSwitchConfig(object, config);
+        config.should.have.properties({
+          name: 'Zero feed-in',
+          command_topic: `localbattery/${serial}/zero_feed_in/set`,
+          state_topic: `localbattery/${serial}/zero_feed_in/state`,
+          payload_on: 'ON',
+          payload_off: 'OFF',
+        });
+      } else if (component === 'number') {
+        object.should.equal('zero_feed_in_target');
+        checkNumberConfig(object, config);
+        // The node's range for msg.target.
+        config.should.have.properties({
+          command_topic: `localbattery/${serial}/zero_feed_in/target/set`,
+          state_topic: `localbattery/${serial}/zero_feed_in/target/state`,
+          min: ZERO_FEED_IN_RULES.target.min,
+          max: ZERO_FEED_IN_RULES.target.max,
+          unit_of_measurement: ZERO_FEED_IN_RULES.target.unit,
+          device_class: 'power',
+        });
+        config.step.should.be.above(0);
       } else {
         component.should.equal('select');
         config.command_topic.should.equal(`localbattery/${serial}/control/set`);
         config.options.should.eql(['Charge', 'Discharge', 'Standby', 'Self-consumption']);
       }
+      components.add(component);
     }
+    [...components].sort().should.eql(['number', 'select', 'sensor', 'switch']);
+    // The switch and the number have their state from the start: on, at the node's Target setting.
+    const zeroNode = example(NAME).find((n) => n.type === 'localbattery-zero-feed-in')!;
+    lastOn(`localbattery/${serial}/zero_feed_in/state`)!.should.eql({
+      topic: `localbattery/${serial}/zero_feed_in/state`,
+      payload: 'ON',
+      retain: true,
+    });
+    lastOn(`localbattery/${serial}/zero_feed_in/target/state`)!.payload.should.equal(String(zeroNode.target));
     [...sensors.keys()].sort().should.eql([...reader.points].sort());
     sensors.get('batterySoc')!.should.have.properties({ device_class: 'battery', state_class: 'measurement', unit_of_measurement: '%' });
     sensors.get('batteryPower')!.should.have.properties({ device_class: 'power', state_class: 'measurement', unit_of_measurement: 'W' });
@@ -515,7 +557,6 @@ describe('Home Assistant (MQTT discovery) example', function () {
   function available(topics: string[]): boolean {
     return topics.every((topic) => broker.published.filter((p) => p.topic === topic).at(-1)?.payload === 'online');
   }
-  const lastOn = (topic: string) => broker.published.filter((p) => p.topic === topic).at(-1);
 
   it('makes the entities unavailable during a device outage, and available when the device is back', async () => {
     const { serial, configs } = await run(false);
@@ -556,7 +597,7 @@ describe('Home Assistant (MQTT discovery) example', function () {
   });
 
   it("takes the serial from point 0 when the device answers the maker's empty sn: no empty topic level, Control works", async () => {
-    const { serial, configs } = await run(true, { blankIdentity: true });
+    const { serial, configs } = await run(SELECT_WRITERS, { blankIdentity: true });
     serial.should.not.be.empty();
     for (const { topic } of configs()) topic.should.containEql(`/localbattery_${serial}/`);
     broker.published.some((p) => p.topic.includes('//') || p.topic.includes('localbattery_/')).should.be.false();
@@ -573,18 +614,49 @@ describe('Home Assistant (MQTT discovery) example', function () {
     const commands = flow.filter((node) => node.type === 'mqtt in' && /control\/set$/.test(node.topic)).map((node) => node.id);
     should(commands).have.length(1);
     await settle(commands, () => broker.publish(`localbattery/${serial}/control/set`, 'Charge'));
+    // The zero feed-in switch and number reach a disabled node: nothing.
+    const zero = flow.filter((node) => node.type === 'mqtt in' && /zero_feed_in/.test(node.topic)).map((node) => node.id);
+    should(zero).have.length(1);
+    await settle(zero, () => broker.publish(`localbattery/${serial}/zero_feed_in/set`, 'ON'));
+    await settle(zero, () => broker.publish(`localbattery/${serial}/zero_feed_in/target/set`, '300'));
+    await new Promise((resolve) => setTimeout(resolve, 1500));
     simulator.workingMode.should.equal(startMode);
     (simulator.stats.byOperation['Vendor.SetData'] ?? 0).should.equal(0);
   });
 
   it('once armed, takes Charge and Self-consumption from the Home Assistant select', async () => {
-    const { serial } = await run(true);
+    const { serial } = await run(SELECT_WRITERS);
     await broker.publish(`localbattery/${serial}/control/set`, 'Charge');
     await until(() => simulator.workingMode === 4 && simulator.controlState === 1, 15000, 'the simulator charging');
     simulator.control.should.containEql({ state: 1, power: 800, soc: 100 });
     await until(() => simulator.batteryPower < 0, 10000, 'negative battery power (charging)');
     await broker.publish(`localbattery/${serial}/control/set`, 'Self-consumption');
     await until(() => simulator.workingMode === 1, 15000, 'working mode 1 again');
+    simulator.stats.violations.should.be.empty();
+  });
+
+  it('once zero feed-in is armed: holds the grid at 0 W, the number moves the target, the switch OFF hands back, ON steers again', async () => {
+    const { serial } = await run(['zero feed-in']);
+    await until(() => simulator.workingMode === 4 && Math.abs(simulator.meterPower) <= 50, 25000, 'meter power near 0 W');
+    // A new target from Home Assistant's number: exporting 100 W (reachable without grid charging).
+    await broker.publish(`localbattery/${serial}/zero_feed_in/target/set`, '-100');
+    await until(() => Math.abs(simulator.meterPower + 100) <= 50, 20000, 'meter power near -100 W');
+    lastOn(`localbattery/${serial}/zero_feed_in/target/state`)!.should.eql({
+      topic: `localbattery/${serial}/zero_feed_in/target/state`,
+      payload: '-100',
+      retain: true,
+    });
+    // Out of the number's range: refused before the node, nothing changes.
+    await broker.publish(`localbattery/${serial}/zero_feed_in/target/set`, '20000');
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    lastOn(`localbattery/${serial}/zero_feed_in/target/state`)!.payload.should.equal('-100');
+    // The switch OFF hands control back to the battery (the node's On stop: working mode 1).
+    await broker.publish(`localbattery/${serial}/zero_feed_in/set`, 'OFF');
+    await until(() => simulator.workingMode === 1, 15000, 'working mode 1');
+    await until(() => lastOn(`localbattery/${serial}/zero_feed_in/state`)?.payload === 'OFF', 5000, 'the switch state OFF');
+    await broker.publish(`localbattery/${serial}/zero_feed_in/set`, 'ON');
+    await until(() => simulator.workingMode === 4 && Math.abs(simulator.meterPower + 100) <= 50, 20000, 'steering to -100 W again');
+    lastOn(`localbattery/${serial}/zero_feed_in/state`)!.payload.should.equal('ON');
     simulator.stats.violations.should.be.empty();
   });
 });

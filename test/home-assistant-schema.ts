@@ -57,3 +57,94 @@ export function checkSensorSemantics(
   }
   if (sensor.device_class === 'enum') should(sensor.options).be.an.Array().and.not.be.empty();
 }
+
+/** Options every MQTT discovery entity may carry (MQTT integration documentation: availability, device, entity). */
+const COMMON_OPTIONS = [
+  'availability',
+  'availability_mode',
+  'availability_template',
+  'availability_topic',
+  'default_entity_id',
+  'device',
+  'enabled_by_default',
+  'encoding',
+  'entity_category',
+  'entity_picture',
+  'icon',
+  'json_attributes_template',
+  'json_attributes_topic',
+  'name',
+  'object_id',
+  'origin',
+  'payload_available',
+  'payload_not_available',
+  'platform',
+  'qos',
+  'unique_id',
+];
+
+/** The MQTT switch's options (integrations/switch.mqtt), beside the common ones. */
+export const SWITCH_OPTIONS = [
+  ...COMMON_OPTIONS,
+  'command_template',
+  'command_topic',
+  'device_class',
+  'optimistic',
+  'payload_off',
+  'payload_on',
+  'retain',
+  'state_off',
+  'state_on',
+  'state_topic',
+  'value_template',
+];
+
+/** The MQTT number's options (integrations/number.mqtt), beside the common ones. */
+export const NUMBER_OPTIONS = [
+  ...COMMON_OPTIONS,
+  'command_template',
+  'command_topic',
+  'device_class',
+  'max',
+  'min',
+  'mode',
+  'optimistic',
+  'payload_reset',
+  'retain',
+  'state_topic',
+  'step',
+  'unit_of_measurement',
+  'value_template',
+];
+
+const isTopic = (topic: unknown) => typeof topic === 'string' && topic.length > 0 && !/[#+]/.test(topic) && !topic.includes('//');
+
+/** An MQTT switch's discovery config as Home Assistant validates it: known options, a command topic, device class. */
+export function checkSwitchConfig(what: string, config: Record<string, unknown>): void {
+  for (const key of Object.keys(config)) should(SWITCH_OPTIONS.includes(key)).be.true(`${what}: switch option ${key}`);
+  should(isTopic(config.command_topic)).be.true(`${what}: command_topic`);
+  if (config.state_topic !== undefined) should(isTopic(config.state_topic)).be.true(`${what}: state_topic`);
+  if (config.device_class !== undefined) should(['outlet', 'switch']).containEql(config.device_class);
+  for (const key of ['payload_on', 'payload_off', 'state_on', 'state_off'])
+    if (config[key] !== undefined) should(typeof config[key]).equal('string', `${what}: ${key}`);
+}
+
+/** An MQTT number's discovery config as Home Assistant validates it: known options, min < max, step, mode, unit. */
+export function checkNumberConfig(what: string, config: Record<string, unknown>): void {
+  for (const key of Object.keys(config)) should(NUMBER_OPTIONS.includes(key)).be.true(`${what}: number option ${key}`);
+  should(isTopic(config.command_topic)).be.true(`${what}: command_topic`);
+  if (config.state_topic !== undefined) should(isTopic(config.state_topic)).be.true(`${what}: state_topic`);
+  const min = (config.min ?? 1) as number;
+  const max = (config.max ?? 100) as number;
+  should(min).be.a.Number().and.below(max, `${what}: min below max`);
+  // Home Assistant's smallest step.
+  if (config.step !== undefined) should(config.step).be.a.Number().and.aboveOrEqual(0.001);
+  if (config.mode !== undefined) should(['auto', 'box', 'slider']).containEql(config.mode);
+  // A number's device class takes the sensor's units (number.const's DEVICE_CLASS_UNITS mirrors the sensor's).
+  if (config.device_class !== undefined) {
+    const deviceClass = config.device_class as string;
+    const unit = config.unit_of_measurement as string | undefined;
+    should.exist(DEVICE_CLASS_UNITS[deviceClass], `${what}: device class ${deviceClass}`);
+    should(DEVICE_CLASS_UNITS[deviceClass].includes(unit)).be.true(`${what}: unit ${unit} for ${deviceClass}`);
+  }
+}

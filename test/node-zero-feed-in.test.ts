@@ -162,6 +162,38 @@ describe('localbattery-zero-feed-in node', function () {
     should((await caught).error.message).match(/msg\.enable/);
   });
 
+  it('msg.target: a new target from the next reading on; the loop then holds about +300 W import', async function () {
+    simulator = await startSimulator({ workingMode: 5 });
+    // Grid charging allowed: +300 W is reachable whatever the house needs.
+    const { node } = await load(simulator, { gridCharge: true, onStop: 'keep' });
+    stopFeed = feedMeter(simulator, node);
+    await until(() => simulator.workingMode === REAL_TIME.mode && Math.abs(simulator.meterPower) <= 50, 15000, 'meter near 0 W');
+    // Alone, without a reading: taken, and the readings that follow steer to it.
+    node.receive({ target: 300 });
+    await until(() => Math.abs(simulator.meterPower - 300) <= 50, 15000, 'meter near +300 W');
+    // Text, with enable, as a number entity or a change node may send it.
+    node.receive({ target: '-100', enable: true });
+    await until(() => Math.abs(simulator.meterPower + 100) <= 50, 15000, 'meter near -100 W');
+    should(simulator.stats.violations).be.empty();
+  });
+
+  it('refuses a msg.target out of range or no number, naming it and the range; nothing changes', async function () {
+    simulator = await startSimulator({ workingMode: 5 });
+    const { node, outputs } = await load(simulator, { onStop: 'keep' });
+    for (const target of [20000, 'abc', true]) {
+      const caught = nextInput(helper.getNode('caught'));
+      node.receive({ target, enable: false, payload: 400 });
+      const message = (await caught).error.message as string;
+      should(message).match(/msg\.target/);
+      should(message).match(/-10000 to 10000 W/);
+    }
+    // Neither the target nor enable took: a reading steers to 0 W as configured.
+    should(outputs).be.empty();
+    node.receive({ payload: 400 });
+    await until(() => outputs.length > 0, 5000, 'a decision');
+    should(outputs[0].payload).containEql({ setpoint: 400, reason: 'start' });
+  });
+
   for (const how of [undefined, 'standby', 'keep'] as const) {
     it(`stop${how ? ` with onStop ${how}` : ''} leaves the battery ${how === 'keep' ? 'as it is' : how === 'standby' ? 'in standby' : 'in self-consumption (the default)'}`, async function () {
       simulator = await startSimulator({ workingMode: 5 });
