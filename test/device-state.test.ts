@@ -270,14 +270,18 @@ describe('device state (one truth about each device)', function () {
       (simulator.stats.requests - before).should.equal(1);
     });
 
-    it('in two after a redeploy that found the mode changed meanwhile, and none refused', async () => {
+    /** A controller sent 900 W in mode 4; the redeploy; the owner's app puts the device back to self-consumption. */
+    async function redeployedIntoSelfConsumption(): Promise<RealTimeController> {
       await start({ workingMode: REAL_TIME.mode });
       const old = clientFor();
       await new RealTimeController(old.session(), SETTINGS).apply(parseControl(900, SETTINGS));
-      old.close(); // the redeploy; the owner's app puts the device back to self-consumption
+      old.close();
       simulator.changeWorkingMode(1);
-      const fresh = clientFor();
-      const controller = new RealTimeController(fresh.session(), SETTINGS);
+      return new RealTimeController(clientFor().session(), SETTINGS);
+    }
+
+    it('in two after a redeploy that found the mode changed meanwhile, and none refused', async () => {
+      const controller = await redeployedIntoSelfConsumption();
       const sent = simulator.stats.requests;
       const learning = controller.learnMode(); // the node starts
       await until(() => simulator.stats.requests === sent + 1, 'the start read at the device');
@@ -290,13 +294,7 @@ describe('device state (one truth about each device)', function () {
     });
 
     it('a message before the start read has gone out withdraws the read: mode and setpoint, two requests in all', async () => {
-      await start({ workingMode: REAL_TIME.mode });
-      const old = clientFor();
-      await new RealTimeController(old.session(), SETTINGS).apply(parseControl(900, SETTINGS));
-      old.close(); // the redeploy; the owner's app puts the device back to self-consumption
-      simulator.changeWorkingMode(1);
-      const fresh = clientFor();
-      const controller = new RealTimeController(fresh.session(), SETTINGS);
+      const controller = await redeployedIntoSelfConsumption();
       const before = simulator.stats.requests;
       const learning = controller.learnMode(); // the node starts; its read waits for the interval after the 900
       // The same setpoint as before the redeploy: what the earlier deployment saw is no repeat and no known mode.
