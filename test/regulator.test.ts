@@ -310,28 +310,21 @@ describe('zero feed-in regulator (src/regulator.ts) against a simulated plant', 
   });
 
   it('a silent meter with self-consumption hands back; with keep nothing moves', function () {
-    const back = simulate({
-      deadTimeS: 1,
-      lagS: 1.5,
-      meterDelayS: 0,
-      answerMs: 100,
-      load: () => 800,
-      durationS: 30,
-      silentFromS: 15,
-      settings: { meterTimeoutMs: 5000, onTimeout: 'self-consumption' },
-    });
+    const silent = (onTimeout: 'self-consumption' | 'keep') =>
+      simulate({
+        deadTimeS: 1,
+        lagS: 1.5,
+        meterDelayS: 0,
+        answerMs: 100,
+        load: () => 800,
+        durationS: 30,
+        silentFromS: 15,
+        settings: { meterTimeoutMs: 5000, onTimeout },
+      });
+    const back = silent('self-consumption');
     should(back.decisions.filter((d) => d.action === 'self-consumption')).have.length(1);
     should(back.regulator.setpoint).be.undefined();
-    const keep = simulate({
-      deadTimeS: 1,
-      lagS: 1.5,
-      meterDelayS: 0,
-      answerMs: 100,
-      load: () => 800,
-      durationS: 30,
-      silentFromS: 15,
-      settings: { meterTimeoutMs: 5000, onTimeout: 'keep' },
-    });
+    const keep = silent('keep');
     should(keep.decisions.filter((d) => d.t > 15000)).be.empty();
     should(keep.trace.at(-1)!.setpoint).equal(800);
   });
