@@ -123,6 +123,11 @@ export interface JobOptions {
   onQueued?: (writeNumber: number) => void;
   /** For reads: aborting withdraws the read while it still waits (settled with CLOSED); once started it runs on. */
   signal?: AbortSignal;
+  /**
+   * For writes: takes the next request, ahead of waiting writes and of reads whose turn it would be (a regulator's
+   * second half of a pulse, timed to land one interval after the first).
+   */
+  urgent?: boolean;
 }
 
 interface Job {
@@ -158,6 +163,7 @@ interface CommandJob extends Job {
    * its part out; the others' values still go.
    */
   write?: WriteRange & { parts: WritePart[] };
+  urgent?: boolean;
   run: (context: RequestContext) => Promise<unknown>;
   resolve: (value: unknown) => void;
 }
@@ -278,13 +284,16 @@ export class DeviceQueue {
       }
       const job: CommandJob = {
         ...this.job(member, options, reject),
+        urgent: options.urgent || older?.urgent,
         write: { ...write, parts },
         run: (context) => this.runWrite(job, context),
         resolve: resolve as (value: unknown) => void,
       };
       // The newer write takes the older one's place: writes to other addresses queued in between stay behind it.
-      if (older) this.commands.splice(this.commands.indexOf(older), 1, job);
-      else this.commands.push(job);
+      const place = older ? this.commands.indexOf(older) : this.commands.length;
+      if (older) this.commands.splice(place, 1);
+      const ahead = this.commands.findIndex((other) => !other.started && !other.urgent);
+      this.commands.splice(job.urgent && ahead >= 0 ? Math.min(ahead, place) : place, 0, job);
       const writeNumber = this.state.writeAsked(address, values.length);
       this.call(() => options.onQueued?.(writeNumber));
       this.schedule();
@@ -415,7 +424,7 @@ export class DeviceQueue {
         this.request = request;
         const context = this.guard(this.contextFor(request.controller.signal), request);
         const readsWait = this.reads.length > 0;
-        if (this.commands.length > 0 && !(readsWait && this.lastTurn === 'command')) {
+        if (this.commands.length > 0 && (this.commands[0]!.urgent || !(readsWait && this.lastTurn === 'command'))) {
           this.lastTurn = 'command';
           await this.runCommand(this.commands[0]!, context);
         } else {

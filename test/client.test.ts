@@ -277,6 +277,18 @@ describe('DeviceClient against the simulator', function () {
       simulator.stats.violations.should.be.empty();
     });
 
+    it("an urgent write (an overdrive's second half) takes the next request, ahead of waiting writes and of the reads' turn", async () => {
+      const order: string[] = [];
+      const first = client.write('lightSetting', 1).then(() => order.push('write 1'));
+      await new Promise((resolve) => setTimeout(resolve, 50)); // write 1 is now in flight: the reads' turn is next
+      const read = client.read([address('batteryPower')]).then(() => order.push('read'));
+      const plain = client.write('feedInPowerLimitSetting', 600).then(() => order.push('plain'));
+      const urgent = client.write('maxAcOutputPowerSetting', 600, { urgent: true }).then(() => order.push('urgent'));
+      await Promise.all([first, read, plain, urgent]);
+      order.should.eql(['write 1', 'urgent', 'read', 'plain']);
+      simulator.stats.violations.should.be.empty();
+    });
+
     it('replaces a waiting write to the same address: last write wins', async () => {
       const inFlight = client.read([address('batterySoc')]);
       await new Promise((resolve) => setTimeout(resolve, 50));
