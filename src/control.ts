@@ -14,6 +14,7 @@ import {
   type WritePoint,
 } from './catalogue';
 import type { DeviceState } from './device-state';
+import type { JobOptions } from './scheduler';
 import { RefusedError, ValidationError } from './errors';
 import { decimalNumber } from './numbers';
 
@@ -419,7 +420,12 @@ export class RealTimeController {
    * Sends `command` unless it repeats an acknowledged setpoint within the repeat time (`force`: send anyway);
    * `onSending` is called when it is decided to send.
    */
-  async apply(command: ControlCommand, force = false, onSending: () => void = () => undefined): Promise<ControlOutcome> {
+  async apply(
+    command: ControlCommand,
+    force = false,
+    onSending: () => void = () => undefined,
+    job: Pick<JobOptions, 'onStart' | 'urgent'> = {},
+  ): Promise<ControlOutcome> {
     await this.awaitLearning();
     if (!force && this.isRepeat(command)) return { status: 'repeat', modeChanged: false };
     const earlier = this.underWay;
@@ -429,7 +435,7 @@ export class RealTimeController {
       if (this.isRepeat(command)) return { status: 'repeat', modeChanged: false };
     }
     onSending();
-    const outcome = this.send(command);
+    const outcome = this.send(command, job);
     const entry = { command, outcome };
     this.underWay = entry;
     try {
@@ -445,11 +451,11 @@ export class RealTimeController {
     return isRepeat(setpoint, command, Date.now(), this.settings.repeatMs);
   }
 
-  private async send(command: ControlCommand): Promise<ControlOutcome> {
+  private async send(command: ControlCommand, job: Pick<JobOptions, 'onStart' | 'urgent'>): Promise<ControlOutcome> {
     const { switchMode } = this.settings;
     const since = this.state.writeCount;
     const mine = new Set<number>();
-    const own = { onQueued: (writeNumber: number) => mine.add(writeNumber) };
+    const own = { ...job, onQueued: (writeNumber: number) => mine.add(writeNumber) };
     /** A write to the mode or the setpoint asked for by someone else after this one began: it is the last command. */
     const overtaken = () =>
       CONTROL_ADDRESSES.some((address) => {
