@@ -12,15 +12,24 @@
  * other user of its queue. The house load L is what the meter would read without the battery: g = L - b, so L = g + b.
  *
  * The law: a deadbeat step onto the estimated load, s_next = L_est - target, limited. b is not measured with a meter
- * from elsewhere, so it is estimated by two models of the battery fed with the setpoint history: the fastest plant
- * the regulator is built for (`fast`: short dead time, short lag, no meter delay) and the slowest (`slow`). Whatever
- * the real battery is between the two, its power as the meter shows it now lies between the two models' outputs, so
- * the load lies in [g + b_lo, g + b_hi]. The regulator moves only when that whole interval says so (beyond the dead
- * band), and then only to the interval's edge nearest the present setpoint. While the last move is still showing,
- * the interval is wide and the lag cannot be mistaken for a load change: no overshoot and no reversal caused by the
- * battery's own response, for any plant between the bounds (a Smith predictor whose model is a set of plants). Once
- * the models have settled the interval is a point: L = g + s, and one step lands on the load (as fast as the plant).
- * A load change during a transient still moves the setpoint when it is larger than the models' disagreement.
+ * from elsewhere, so it is estimated by a family of battery models fed with the setpoint history (src/plant-family.ts:
+ * delays and lags on a grid from the fastest plant the regulator is built for, `fast`, to the slowest, `slow`). At
+ * first every model counts; the readings then rule out those whose implied load L = g + b_model shows a bump where a
+ * setpoint moved (the battery's own response taken for a load change). The battery's power as the meter shows it now
+ * lies between the consistent models' outputs, so the load lies in [g + b_lo, g + b_hi]. The regulator moves only
+ * when that whole interval says so (beyond the dead band), and then only to the interval's edge nearest the present
+ * setpoint. While the last move is still showing, the interval is wide and the lag cannot be mistaken for a load
+ * change: no overshoot and no reversal caused by the battery's own response, for any plant the readings allow (a
+ * Smith predictor whose model is a set of plants). Once the models have settled the interval is a point: L = g + s,
+ * and one step lands on the load. A load change during a transient still moves the setpoint when it is larger than
+ * the models' disagreement.
+ *
+ * The overdrive: a lag of 1.5 s needs 5.5 s to bring a 2 kW step within 50 W. Once the readings have shown the lag, a
+ * large move starts with a pulse beyond its value, sized so that the battery reaches the value one request later, when
+ * the value itself follows at once (ahead of waiting reads). Each consistent model gives its own pulse; the one that
+ * goes least far is sent, so no plant the readings allow overshoots (the others arrive later, as without a pulse). At
+ * a power limit the pulse lasts several requests. The dead band is at least three times the meter's noise, so that
+ * noise does not move a setpoint that the narrowed models no longer shield.
  *
  * Further rules: one setpoint in flight at a time (the next only after the device acknowledged the previous one,
  * which the shared queue paces); the state is the acknowledged setpoint after every limit, so nothing winds up at a
@@ -31,6 +40,7 @@
  */
 import { decimalNumber } from './numbers';
 import type { NumberRule } from './inputs';
+import { PlantIdentifier, plantFamily, response, settleMs, type Step } from './plant-family';
 
 /** A plant the regulator is built for: dead time and first-order lag of the battery, delay of the meter (s). */
 export interface PlantBound {
@@ -63,10 +73,12 @@ export interface RegulatorSettings {
   /** The fastest and the slowest plant the regulator must be right for. */
   fast: PlantBound;
   slow: PlantBound;
+  /** The device's minimum interval between requests (ms, default 1000): an overdrive's halves are that far apart. */
+  requestIntervalMs?: number;
 }
 
 /**
- * The slowest plant is the range's end: dead time 2 s, lag 5 s, the meter 2 s late. The fastest is taken as instant
+ * The family's ends. The slowest: dead time 2 s, lag 5 s, the meter 2 s late. The fastest is taken as instant
  * (the device may carry a setpoint out when it arrives, up to a second before its answer, and a meter reading may be
  * newer than the answer), which costs nothing on a step and keeps every faster battery inside the bounds.
  */
@@ -107,7 +119,7 @@ export type DecisionAction = 'set' | 'hold' | 'standby' | 'self-consumption';
 
 /** Why a decision was taken, for the output message and the status. */
 export type DecisionReason =
-  'start' | 'load' | 'dead band' | 'settling' | 'in flight' | 'limit' | 'soc' | 'grid charge' | 'meter timeout' | 'disabled';
+  'start' | 'load' | 'overdrive' | 'dead band' | 'settling' | 'in flight' | 'limit' | 'soc' | 'grid charge' | 'meter timeout' | 'disabled';
 
 export interface Decision {
   action: DecisionAction;
@@ -128,21 +140,26 @@ export function gridReading(payload: unknown): number | undefined {
   return number !== undefined && Math.abs(number) <= MAX_PLAUSIBLE_GRID_W ? number : undefined;
 }
 
-/** One setpoint of the history: from `sentAt` the fast model follows it, from `ackAt` the slow one. */
-interface Step {
-  value: number;
-  sentAt: number;
-  ackAt: number;
-}
+/** Steps kept for the models: older ones have long settled into the base (minutes at the pace of a pulse). */
+const HISTORY = 64;
 
-/** Steps kept for the models: older ones have long settled into the base. */
-const HISTORY = 16;
+/** Added to the device's interval for the gap between a setpoint's request and the next one's, until seen (ms). */
+const SLOT_MARGIN_MS = 200;
+/** Gaps remembered: the pulse is sized for the longest of them, so that a late return cannot overshoot. */
+const SLOTS_KEPT = 4;
+/** A setpoint decided within this long (ms) after the last acknowledgement was sent at once. */
+const AT_ONCE_MS = 50;
+/** A move smaller than this (W) or this many dead bands is a plain step, not worth a pulse. */
+const MIN_PULSE_W = 150;
+const PULSE_DEAD_BANDS = 4;
+/** The dead band is at least this many times the meter's noise (the mean change between readings). */
+const NOISE_BANDS = 3;
 
 export class Regulator {
   /** The acknowledged setpoint; undefined when not known (at start, after a hand-back). */
   private acknowledged: number | undefined;
-  /** A setpoint sent and not yet acknowledged. */
-  private pending: { value: number; sentAt: number } | undefined;
+  /** A setpoint decided and not yet acknowledged; `startAt` once its request left. */
+  private pending: { value: number; decidedAt: number; startAt?: number } | undefined;
   private history: Step[] = [];
   /** Battery power before the first step of the history. */
   private base = 0;
@@ -151,12 +168,24 @@ export class Regulator {
   private lastReading = -Infinity;
   private timedOut = false;
   private on = true;
+  private readonly identifier: PlantIdentifier;
+  /** Readings taken while a setpoint was in flight: they count for the identification once it is settled. */
+  private unsettled: { grid: number; at: number }[] = [];
+  /** An overdrive under way towards `final`; `direction` +1 (up) or -1. */
+  private pulse: { final: number; direction: number; failed?: boolean } | undefined;
+  /** Gaps (ms) seen between a setpoint's request and the next one's, when the next was sent at once. */
+  private slots: number[] = [];
+  private followingUp = false;
+  private lastAckAt = -Infinity;
+  /** The last move had its pulse (from the start, or added once the readings showed the battery slower): one is enough. */
+  private boosted = false;
 
   private current: RegulatorSettings;
 
   constructor(settings: RegulatorSettings, now: number) {
     this.current = settings;
     this.lastReading = now;
+    this.identifier = new PlantIdentifier(plantFamily(settings.fast, settings.slow));
   }
 
   /** The settings in force: those given, with a target changed by setTarget(). */
@@ -188,12 +217,20 @@ export class Regulator {
     return this.socValue?.value;
   }
 
+  /** The plants still consistent with what the meter showed: their range of delays and lags (s). */
+  get plant(): { delayS: [number, number]; lagS: [number, number] } {
+    const models = this.identifier.consistent();
+    const span = (values: number[]): [number, number] => [Math.min(...values) / 1000, Math.max(...values) / 1000];
+    return { delayS: span(models.map((m) => m.delayMs)), lagS: span(models.map((m) => m.lagMs)) };
+  }
+
   /** Turns the loop on or off; off, readings are ignored (the caller hands back as configured). */
   enable(on: boolean, now: number): void {
     if (on && !this.on) {
       this.lastReading = now;
       this.timedOut = false;
     }
+    if (!on) this.pulse = undefined;
     this.on = on;
   }
 
@@ -213,23 +250,50 @@ export class Regulator {
     }
   }
 
+  /** The request of the setpoint in flight left at `now` (the device may carry it out from then on). */
+  started(now: number): void {
+    if (!this.pending) return;
+    this.pending.startAt = now;
+    const last = this.history.at(-1);
+    if (this.followingUp && last) {
+      this.slots.push(now - last.startAt);
+      if (this.slots.length > SLOTS_KEPT) this.slots.shift();
+    }
+  }
+
   /**
-   * The device acknowledged `value` at `now`. For this regulator's own setpoint the fast model starts from when it was
-   * decided; for another writer's, give `sentAt` (the earliest the device may have carried it out).
+   * The device acknowledged `value` at `now`. For this regulator's own setpoint the models start from when its request
+   * left (or was decided); for another writer's, give `startAt` (the earliest the device may have carried it out).
    */
-  acknowledge(value: number, now: number, sentAt = this.pending?.value === value ? this.pending.sentAt : now): void {
+  acknowledge(
+    value: number,
+    now: number,
+    startAt = this.pending?.value === value ? (this.pending.startAt ?? this.pending.decidedAt) : now,
+  ): void {
+    const before = this.history.at(-1)?.value ?? this.base;
+    // Another writer's setpoint is the last command: a pulse of this regulator ends there.
+    if (this.pending?.value !== value) this.pulse = undefined;
+    this.lastAckAt = now;
     this.pending = undefined;
     this.acknowledged = value;
-    this.history.push({ value, sentAt, ackAt: now });
+    // The same setpoint again (a repeat the device already has) changes nothing the models follow.
+    if (this.history.length > 0 && value === before) return;
+    this.identifier.moved(value - before, now);
+    this.history.push({ value, startAt, ackAt: now });
     if (this.history.length > HISTORY) {
       const dropped = this.history.shift()!;
       this.base = dropped.value;
     }
   }
 
-  /** The setpoint was not acknowledged (error, replaced): the one before stays in force as far as is known. */
-  failed(): void {
+  /**
+   * The setpoint was not acknowledged (error, replaced): the one before stays in force as far as is known. An overdrive
+   * under way ends: after an error its final value is what follows (once); replaced by another writer's, nothing does.
+   */
+  failed(replaced = false): void {
     this.pending = undefined;
+    if (this.pulse && !replaced) this.pulse.failed = true;
+    else this.pulse = undefined;
   }
 
   /** The battery was handed back (self-consumption): its power is no longer the setpoint's. */
@@ -239,6 +303,9 @@ export class Regulator {
     this.history = [];
     this.readback = undefined;
     this.base = 0;
+    this.pulse = undefined;
+    this.unsettled = [];
+    this.identifier.interrupt();
   }
 
   /**
@@ -246,9 +313,10 @@ export class Regulator {
    * then replaces the models. Returns the decision; a 'set' must be followed by acknowledge() or failed().
    */
   meter(grid: number, now: number, battery?: number): Decision {
-    const { settings } = this;
     this.lastReading = now;
     this.timedOut = false;
+    this.identify(grid, now);
+    const settings = { ...this.settings, deadBand: this.deadBand };
     const measured = typeof battery === 'number' && Number.isFinite(battery);
     const [low, high] = measured ? [battery, battery] : this.batteryInterval(now);
     const estimate = (low + high) / 2;
@@ -262,6 +330,10 @@ export class Regulator {
     });
     if (!this.on) return decision('hold', 'disabled');
     if (this.pending) return decision('hold', 'in flight');
+    if (this.pulse) {
+      const next = this.followUp(now);
+      return next ? { ...next, grid, battery: Math.round(estimate) } : decision('hold', 'settling');
+    }
 
     const current = this.acknowledged;
     let wantLow = grid + low - settings.target;
@@ -280,14 +352,60 @@ export class Regulator {
     if (current === undefined) wanted = (wantLow + wantHigh) / 2;
     else if (wantLow > current + settings.deadBand) wanted = wantLow;
     else if (wantHigh < current - settings.deadBand) wanted = wantHigh;
-    else return decision('hold', wantHigh - wantLow > 2 * settings.deadBand ? 'settling' : 'dead band');
+    else {
+      // The readings may have shown the battery slower than the fastest plant of the start: then a pulse speeds it on.
+      const boost = this.boosted ? undefined : this.overdrive(current, now);
+      if (boost !== undefined) {
+        this.boosted = true;
+        this.followingUp = false;
+        this.pending = { value: boost, decidedAt: now };
+        return decision('set', 'overdrive', boost);
+      }
+      return decision('hold', wantHigh - wantLow > 2 * settings.deadBand ? 'settling' : 'dead band');
+    }
 
     const limited = this.limit(wanted);
     if (limited.reason) reason = limited.reason;
     const next = limited.value;
     if (current !== undefined && (next === current || Math.abs(next - current) <= settings.deadBand)) return decision('hold', reason);
-    this.pending = { value: next, sentAt: now };
+    this.followingUp = false;
+    // A stop at a SOC limit needs no haste.
+    const overdrive = current === undefined || reason === 'soc' ? undefined : this.overdrive(next, now);
+    this.boosted = overdrive !== undefined;
+    if (overdrive !== undefined) {
+      this.pending = { value: overdrive, decidedAt: now };
+      return decision('set', 'overdrive', overdrive);
+    }
+    this.pending = { value: next, decidedAt: now };
     return decision('set', reason, next);
+  }
+
+  /**
+   * While an overdrive is under way: the next setpoint, to be sent at once (the caller asks right after each
+   * acknowledgement, or after a failure); undefined when none is due.
+   */
+  followUp(now: number): Decision | undefined {
+    const pulse = this.pulse;
+    if (!pulse || this.pending || !this.on) return undefined;
+    const last = this.history.at(-1);
+    if (!last) {
+      this.pulse = undefined;
+      return undefined;
+    }
+    const slot = this.slotMs();
+    const step = this.pulseStep(pulse.final, pulse.direction, Math.max(now, last.startAt + slot), slot);
+    let { value, reason = 'overdrive' } = this.limit(step.value);
+    // Held at a limit: nothing to send now; the next reading looks again.
+    if (value === this.acknowledged && !pulse.failed && !step.reached) return undefined;
+    // Close enough, or some plant the readings allow is there already: the pulse ends on its value.
+    if (pulse.failed || step.reached || (value - pulse.final) * pulse.direction <= this.deadBand) {
+      ({ value, reason = 'load' } = this.limit(pulse.final));
+      this.pulse = undefined;
+    }
+    this.pending = { value, decidedAt: now };
+    // Its gap from the setpoint before shows the queue's pace only when it was asked for as that one was acknowledged.
+    this.followingUp = now - this.lastAckAt <= AT_ONCE_MS;
+    return { action: 'set', setpoint: value, grid: undefined, battery: Math.round(step.power), soc: this.soc, reason };
   }
 
   /**
@@ -299,6 +417,7 @@ export class Regulator {
     const steering = this.acknowledged !== undefined || this.pending !== undefined;
     if (!this.on || !steering || this.timedOut || now - this.lastReading <= meterTimeoutMs) return undefined;
     this.timedOut = true;
+    this.pulse = undefined;
     if (onTimeout === 'keep') return undefined;
     const action: DecisionAction = onTimeout === 'standby' ? 'standby' : 'self-consumption';
     return {
@@ -309,6 +428,61 @@ export class Regulator {
       soc: this.soc,
       reason: 'meter timeout',
     };
+  }
+
+  /**
+   * A move to `next` of a battery that lags: a setpoint beyond it, so that the battery gets there by the time the
+   * following setpoint can act (one slot later); undefined for a small move or where a pulse would gain little.
+   */
+  private overdrive(next: number, now: number): number | undefined {
+    const deadBand = this.deadBand;
+    const [low, high] = this.batteryInterval(now);
+    const direction = Math.sign(next - (low + high) / 2);
+    if (Math.min(Math.abs(next - low), Math.abs(next - high)) < Math.max(MIN_PULSE_W, PULSE_DEAD_BANDS * deadBand)) return undefined;
+    const step = this.pulseStep(next, direction, now, this.slotMs());
+    const value = this.limit(step.value).value;
+    if (step.reached || (value - next) * direction <= deadBand) return undefined;
+    this.pulse = { final: next, direction };
+    return value;
+  }
+
+  /**
+   * The setpoint to hold from `startAt` for `slotMs` so that the battery reaches `final` then, under every plant the
+   * readings allow: each model's own answer, and of them the one that moves least beyond `final`. So no such plant
+   * overshoots; the others get there later, as they would without the pulse. `reached`: under some plant the battery is
+   * at `final` already when the setpoint would act. `power`: the battery then, under the plant that decided.
+   */
+  private pulseStep(final: number, direction: number, startAt: number, slotMs: number): { value: number; power: number; reached: boolean } {
+    const last = this.history.at(-1);
+    const answerMs = last ? last.ackAt - last.startAt : 0;
+    let best: { value: number; power: number } | undefined;
+    let reached = false;
+    for (const model of this.identifier.consistent()) {
+      const actsAt = startAt + model.delayMs + (model.from === 'ackAt' ? answerMs : 0);
+      const power = response(model, this.history, this.base, actsAt);
+      if ((final - power) * direction <= 0) reached = true;
+      const value = power + (final - power) / (1 - Math.exp(-slotMs / model.lagMs));
+      if (!best || (value - best.value) * direction < 0) best = { value, power };
+    }
+    return { ...(best ?? { value: final, power: final }), reached };
+  }
+
+  /** The dead band in force: the one set, or three times the meter's noise where that is more (a move must be no noise). */
+  private get deadBand(): number {
+    return Math.max(this.settings.deadBand, NOISE_BANDS * this.identifier.noiseW);
+  }
+
+  /** The longest gap seen from one setpoint's request to the next one's when sent at once. */
+  private slotMs(): number {
+    return this.slots.length ? Math.max(...this.slots) : (this.settings.requestIntervalMs ?? 1000) + SLOT_MARGIN_MS;
+  }
+
+  /** Feeds the identification: readings wait until no setpoint of theirs is in flight. */
+  private identify(grid: number, now: number): void {
+    this.unsettled.push({ grid, at: now });
+    if (this.pending) return;
+    for (const reading of this.unsettled) this.identifier.observe(reading.grid, reading.at, this.history, this.base);
+    this.unsettled = [];
   }
 
   /** Power and SOC limits and the minimum power; the reason names the limit that bound. */
@@ -330,36 +504,20 @@ export class Regulator {
     return { value, reason };
   }
 
-  /** The battery's power as the meter shows it now, between the fast and the slow plant. */
+  /** The battery's power as the meter shows it now: the range over every plant consistent with the readings. */
   private batteryInterval(now: number): [number, number] {
-    const { fast, slow } = this.settings;
-    // A read-back taken after the slow plant has settled is the battery's real power.
+    const models = this.identifier.consistent();
+    // A read-back taken after the slowest of them has settled is the battery's real power.
     const last = this.history.at(-1);
-    const settledAt = last ? last.ackAt + settleMs(slow) : -Infinity;
+    const settledAt = last ? last.ackAt + Math.max(...models.map(settleMs)) : -Infinity;
     if (this.readback && this.readback.at >= settledAt && !this.pending) return [this.readback.power, this.readback.power];
-    const a = this.model(fast, now, 'sentAt');
-    const b = this.model(slow, now, 'ackAt');
-    return [Math.min(a, b), Math.max(a, b)];
-  }
-
-  /** First-order lag after a dead time, fed with the setpoint history, as the meter shows it at `now`. */
-  private model(plant: PlantBound, now: number, from: 'sentAt' | 'ackAt'): number {
-    const t = now - plant.meterDelayS * 1000;
-    const lagMs = plant.lagS * 1000;
-    let power = this.base;
-    for (let i = 0; i < this.history.length; i++) {
-      const start = this.history[i]![from] + plant.deadTimeS * 1000;
-      if (start >= t) break;
-      const next = this.history[i + 1];
-      const end = next ? Math.min(t, next[from] + plant.deadTimeS * 1000) : t;
-      const value = this.history[i]!.value;
-      power = value + (power - value) * Math.exp(-(Math.max(end, start) - start) / lagMs);
+    let low = Infinity;
+    let high = -Infinity;
+    for (const model of models) {
+      const power = response(model, this.history, this.base, now);
+      low = Math.min(low, power);
+      high = Math.max(high, power);
     }
-    return power;
+    return [low, high];
   }
-}
-
-/** Time for a plant to show a step within 1 %: meter delay, dead time and about five lags. */
-function settleMs(plant: PlantBound): number {
-  return (plant.meterDelayS + plant.deadTimeS + 5 * plant.lagS) * 1000;
 }
