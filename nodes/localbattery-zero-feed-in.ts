@@ -91,7 +91,7 @@ export = function (RED: NodeAPI) {
     const config = settings;
     const live = session;
     const now = () => performance.now();
-    const regulator = new Regulator(config.regulator, now());
+    const regulator = new Regulator({ ...config.regulator, requestIntervalMs: live.client.minIntervalMs }, now());
     const controlOptions: ControllerSettings = {
       power: config.regulator.minPower,
       chargeSoc: config.regulator.chargeSoc,
@@ -182,12 +182,15 @@ export = function (RED: NodeAPI) {
       warned = message;
     }
 
-    /** Sends a setpoint (W, signed); the regulator learns whether the device acknowledged it. Never rejects. */
-    async function send(watts: number): Promise<void> {
+    /**
+     * Sends a setpoint (W, signed); the regulator learns when it left and whether the device acknowledged it, and an
+     * overdrive's next setpoint follows at once, ahead of waiting reads (`urgent`). Never rejects.
+     */
+    async function send(watts: number, urgent = false): Promise<void> {
       try {
         const command = parseControl(watts, controlOptions);
-        const outcome = await controller.apply(command);
-        if (outcome.status === 'superseded') regulator.failed();
+        const outcome = await controller.apply(command, false, undefined, { urgent, onStart: () => regulator.started(now()) });
+        if (outcome.status === 'superseded') regulator.failed(true);
         else regulator.acknowledge(signedPower(command), now());
         ownWriteAt = now();
         warned = undefined;
@@ -196,6 +199,9 @@ export = function (RED: NodeAPI) {
         regulator.failed();
         failure(error);
       }
+      if (closed || handing) return;
+      const next = regulator.followUp(now());
+      if (next) act(next, true);
     }
 
     /** Leaves the battery as `how` says; resolves when the device has it (or it failed). Never rejects. */
@@ -213,9 +219,9 @@ export = function (RED: NodeAPI) {
       }
     }
 
-    function act(decision: Decision): void {
+    function act(decision: Decision, urgent = false): void {
       report(decision);
-      if (decision.action === 'set') void send(decision.setpoint!);
+      if (decision.action === 'set') void send(decision.setpoint!, urgent);
       else if (decision.action === 'standby') void send(0);
       else if (decision.action === 'self-consumption') handing = handBack('self-consumption').finally(() => (handing = undefined));
     }

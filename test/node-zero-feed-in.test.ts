@@ -73,6 +73,31 @@ describe('localbattery-zero-feed-in node', function () {
     should(simulator.stats.violations).be.empty();
   });
 
+  it('learns the battery from the meter and overdrives a kettle step; the needed setpoint follows one interval later', async function () {
+    // A kettle on for 8 s every 16 s over 300 W of house; the battery lags 1.5 s after a dead time of 1 s.
+    simulator = await startSimulator({
+      workingMode: 5,
+      deadTimeS: 1,
+      lagS: 1.5,
+      house: { baseLoadW: 300, events: [{ name: 'kettle', atS: 4, durationS: 8, everyS: 16, loadW: 2000 }] },
+    });
+    const { node } = await load(simulator);
+    const decisions: { payload: any; at: number }[] = [];
+    helper.getNode('out').on('input', (msg: any) => decisions.push({ payload: msg.payload, at: performance.now() }));
+    stopFeed = feedMeter(simulator, node);
+    // The first kettle steps show the lag; a later one starts with an overdrive.
+    await until(() => decisions.some((d) => d.payload.reason === 'overdrive'), 38000, 'an overdrive');
+    const index = decisions.findIndex((d) => d.payload.reason === 'overdrive');
+    const pulse = decisions[index];
+    const following = () => decisions.slice(index + 1).find((d) => d.payload.setpoint !== pulse.payload.setpoint);
+    await until(() => following() !== undefined, 5000, 'the needed setpoint');
+    const next = following()!;
+    // Sent when the pulse was acknowledged (held at a power limit: a reading later), and short of the pulse.
+    should(next.at - pulse.at).be.belowOrEqual(2500);
+    should(Math.abs(next.payload.setpoint - pulse.payload.battery)).be.below(Math.abs(pulse.payload.setpoint - pulse.payload.battery));
+    should(simulator.stats.violations).be.empty();
+  });
+
   it('charges only from surplus, unless grid charging is allowed', async function () {
     simulator = await startSimulator({ workingMode: 5 });
     const { node } = await load(simulator, { target: 300 });
