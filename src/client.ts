@@ -510,7 +510,7 @@ export class DeviceClient extends EventEmitter implements QueueMember, DeviceOpe
       timeoutMs: this.timeoutMs,
       operation: call.operation,
       signal: context.signal,
-      onConnected: context.sent,
+      onConnected: context.connected,
     });
     context.answered();
     return answer;

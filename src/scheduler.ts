@@ -37,6 +37,8 @@ const MERGE_WINDOW_MS = 5;
 /** Connect times kept to estimate the spread of one-way delays. */
 const TIMING_WINDOW = 32;
 const MIN_TIMED_CONNECTS = 8;
+/** A connection is opened at most this long (ms) before its request's slot. */
+const MAX_CONNECT_LEAD_MS = 200;
 
 /**
  * How far the next request must be held back beyond the interval so that network jitter cannot bring it to the
@@ -78,16 +80,24 @@ export class ArrivalMargin {
   get ms(): number {
     return Math.min(MAX_MARGIN_MS, Math.ceil(BASE_MARGIN_MS + this.spreadMs + this.tooEarly));
   }
+
+  /**
+   * How long before its slot a request's connection is opened (the longest handshake of the window, at most
+   * MAX_CONNECT_LEAD_MS; none while nothing is timed): the handshake then takes none of the device's time.
+   */
+  get connectLeadMs(): number {
+    return this.connectTimes.length === 0 ? 0 : Math.min(MAX_CONNECT_LEAD_MS, Math.ceil(Math.max(...this.connectTimes)));
+  }
 }
 
 /**
- * Handed to each job: `gate` waits for the next allowed start (call it before every request of the job),
- * `sent` marks the moment the request leaves (its connection is up, after `connectMs`), `answered` the moment its
- * answer is in, `tooEarly` a 503.
+ * Handed to each job: `gate` waits until the next request may open its connection (call it before every request of
+ * the job), `connected` (the connection is up, after `connectMs`) until its bytes may leave, which is then the moment
+ * the interval counts from; `answered` marks the moment its answer is in, `tooEarly` a 503.
  */
 export interface RequestContext {
   gate: () => Promise<void>;
-  sent: (connectMs?: number) => void;
+  connected: (connectMs?: number) => Promise<void>;
   answered: () => void;
   tooEarly: () => void;
   signal: AbortSignal;
@@ -418,7 +428,7 @@ export class DeviceQueue {
     try {
       while (this.size > 0) {
         // Wait before choosing, so that reads arriving meanwhile join the batch and the turn is decided late.
-        await this.sleepUntil(this.lastSent + this.lastInterval + this.margin.ms);
+        await this.sleepUntil(this.lastSent + this.lastInterval + this.margin.ms - this.margin.connectLeadMs);
         if (this.size === 0) break;
         const request: Request = { controller: new AbortController(), sending: false, dropped: false };
         this.request = request;
@@ -451,6 +461,10 @@ export class DeviceQueue {
         if (request.dropped) throw new ClientClosedError(true);
         request.sending = true;
       },
+      connected: async (connectMs) => {
+        await context.connected(connectMs);
+        if (request.dropped) throw new ClientClosedError(true);
+      },
       answered: () => {
         request.sending = false;
         context.answered();
@@ -460,22 +474,28 @@ export class DeviceQueue {
 
   private contextFor(signal: AbortSignal): RequestContext {
     let interval = 0;
+    /** When the request being opened may leave. */
+    let slot = 0;
     return {
       gate: async () => {
         // The job's own interval may be longer than the last request's; a second request of one job (a digest
         // challenge's answer) waits like any other.
         interval = Math.max(interval, ...this.intervalsOfCurrentJob());
-        await this.sleepUntil(this.lastSent + Math.max(this.lastInterval, interval) + this.margin.ms, signal);
+        slot = this.lastSent + Math.max(this.lastInterval, interval) + this.margin.ms;
+        await this.sleepUntil(slot - this.margin.connectLeadMs, signal);
         if (signal.aborted) throw new ClientClosedError(true);
-        this.lastSent = performance.now();
+        // Until its bytes leave, a request that never connects still spaces the next one from its slot.
+        this.lastSent = Math.max(slot, performance.now());
         this.lastInterval = interval;
         this.requestCount++;
       },
-      sent: (connectMs) => {
+      connected: async (connectMs) => {
+        if (connectMs !== undefined) this.margin.connected(connectMs);
+        await this.sleepUntil(slot, signal);
+        if (signal.aborted) throw new ClientClosedError(true);
         // Counted from here, when the request's bytes leave: a connection that took long to open must not bring the
         // next request early.
         this.lastSent = performance.now();
-        if (connectMs !== undefined) this.margin.connected(connectMs);
       },
       answered: () => this.margin.answered(),
       tooEarly: () => this.margin.rejectedAsEarly(),

@@ -17,10 +17,11 @@ export interface HttpExchange {
   operation: string;
   signal?: AbortSignal;
   /**
-   * Called when the connection is up, just before the request goes out, with the time the connection took to open
-   * (from the connect call, after any name lookup, to the handshake's end: one network round trip).
+   * Called when the connection is up, with the time it took to open (from the connect call, after any name lookup, to
+   * the handshake's end: one network round trip); the request goes out when the promise it returns resolves (its
+   * slot), and not at all when it rejects.
    */
-  onConnected?: (connectMs: number) => void;
+  onConnected?: (connectMs: number) => Promise<void>;
 }
 
 export interface HttpAnswer {
@@ -95,8 +96,15 @@ export function exchange(request: HttpExchange): Promise<HttpAnswer> {
       const restart = () => (connecting = performance.now());
       socket.once('lookup', restart);
       socket.on('connectionAttempt', restart);
-      socket.once('connect', () => request.onConnected?.(performance.now() - connecting));
+      socket.once('connect', () => {
+        const held = request.onConnected?.(performance.now() - connecting) ?? Promise.resolve();
+        held.then(
+          () => {
+            if (!settled) req.end();
+          },
+          (error: Error) => finish(error),
+        );
+      });
     });
-    req.end();
   });
 }

@@ -94,7 +94,7 @@ describe('device queue (one per device, sessions per user)', function () {
     margin.ms.should.be.aboveOrEqual(before + 20);
   });
 
-  it('tells when the connection is up, with its connect time, before the request reaches the device', async () => {
+  it('tells when the connection is up, with its connect time, and holds the request until released', async () => {
     let arrival = 0;
     const server = http.createServer((_req, res) => {
       arrival = performance.now();
@@ -113,17 +113,51 @@ describe('device queue (one per device, sessions per user)', function () {
         headers: {},
         timeoutMs: 3000,
         operation: 'Vendor.GetData',
-        onConnected: (ms) => {
+        onConnected: async (ms) => {
           connected = performance.now();
           connectMs = ms;
+          await new Promise((resolve) => setTimeout(resolve, 150));
         },
       });
     } finally {
       await new Promise((resolve) => server.close(resolve));
     }
     connected.should.be.above(0);
-    connected.should.be.belowOrEqual(arrival);
+    // The connection was up; the request itself left only when the hold ended.
+    (arrival - connected).should.be.aboveOrEqual(145);
     connectMs.should.be.within(0, connected - started);
+  });
+
+  it('a request whose hold is aborted never reaches the device', async () => {
+    let requests = 0;
+    const server = http.createServer((_req, res) => {
+      requests++;
+      res.end('{}');
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const controller = new AbortController();
+    try {
+      const outcome = exchange({
+        host: '127.0.0.1',
+        port: (server.address() as AddressInfo).port,
+        method: 'POST',
+        target: '/rpc/Vendor.GetData',
+        headers: {},
+        timeoutMs: 3000,
+        operation: 'Vendor.GetData',
+        signal: controller.signal,
+        onConnected: () =>
+          new Promise((_resolve, reject) => {
+            controller.abort();
+            reject(new Error('dropped while held'));
+          }),
+      });
+      await outcome.should.be.rejected();
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    } finally {
+      await new Promise((resolve) => server.close(resolve));
+    }
+    requests.should.equal(0);
   });
 
   describe('arrival margin', () => {
