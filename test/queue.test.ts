@@ -94,18 +94,16 @@ describe('device queue (one per device, sessions per user)', function () {
     margin.ms.should.be.aboveOrEqual(before + 20);
   });
 
-  it('tells when the connection is up, with its connect time, and holds the request until released', async () => {
-    let arrival = 0;
+  /** One GetData exchange with a local server that notes each request's arrival; `run` gets the exchange's options. */
+  async function withServer(run: (options: Parameters<typeof exchange>[0]) => Promise<void>): Promise<number[]> {
+    const arrivals: number[] = [];
     const server = http.createServer((_req, res) => {
-      arrival = performance.now();
+      arrivals.push(performance.now());
       res.end('{}');
     });
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-    let connected = 0;
-    let connectMs = -1;
-    const started = performance.now();
     try {
-      await exchange({
+      await run({
         host: '127.0.0.1',
         port: (server.address() as AddressInfo).port,
         method: 'POST',
@@ -113,51 +111,46 @@ describe('device queue (one per device, sessions per user)', function () {
         headers: {},
         timeoutMs: 3000,
         operation: 'Vendor.GetData',
+      });
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    } finally {
+      await new Promise((resolve) => server.close(resolve));
+    }
+    return arrivals;
+  }
+
+  it('tells when the connection is up, with its connect time, and holds the request until released', async () => {
+    let connected = 0;
+    let connectMs = -1;
+    const started = performance.now();
+    const arrivals = await withServer(async (options) => {
+      await exchange({
+        ...options,
         onConnected: async (ms) => {
           connected = performance.now();
           connectMs = ms;
           await new Promise((resolve) => setTimeout(resolve, 150));
         },
       });
-    } finally {
-      await new Promise((resolve) => server.close(resolve));
-    }
+    });
     connected.should.be.above(0);
     // The connection was up; the request itself left only when the hold ended.
-    (arrival - connected).should.be.aboveOrEqual(145);
+    arrivals.should.have.length(1);
+    (arrivals[0] - connected).should.be.aboveOrEqual(145);
     connectMs.should.be.within(0, connected - started);
   });
 
   it('a request whose hold is aborted never reaches the device', async () => {
-    let requests = 0;
-    const server = http.createServer((_req, res) => {
-      requests++;
-      res.end('{}');
-    });
-    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
     const controller = new AbortController();
-    try {
-      const outcome = exchange({
-        host: '127.0.0.1',
-        port: (server.address() as AddressInfo).port,
-        method: 'POST',
-        target: '/rpc/Vendor.GetData',
-        headers: {},
-        timeoutMs: 3000,
-        operation: 'Vendor.GetData',
-        signal: controller.signal,
-        onConnected: () =>
-          new Promise((_resolve, reject) => {
-            controller.abort();
-            reject(new Error('dropped while held'));
-          }),
-      });
-      await outcome.should.be.rejected();
-      await new Promise((resolve) => setTimeout(resolve, 100));
-    } finally {
-      await new Promise((resolve) => server.close(resolve));
-    }
-    requests.should.equal(0);
+    const arrivals = await withServer(async (options) => {
+      const held = () =>
+        new Promise<void>((_resolve, reject) => {
+          controller.abort();
+          reject(new Error('dropped while held'));
+        });
+      await exchange({ ...options, signal: controller.signal, onConnected: held }).should.be.rejected();
+    });
+    arrivals.should.be.empty();
   });
 
   describe('arrival margin', () => {
