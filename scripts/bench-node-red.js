@@ -18,7 +18,8 @@
 //
 // Figures: requests per interval, next to the limit (the mean of max(interval, answer time + way back + the next
 // connection's handshake + its way there): what a client can do that knows every delay and opens each connection when
-// the answer is in) and their ratio to it (capacity used), poll outputs per node per tick (min and median over the
+// the answer is in; and the same for a client that cannot see each delay, only knows their true range) and their
+// ratio to the first (capacity used), poll outputs per node per tick (min and median over the
 // nodes), setpoint staleness at the device (the age of the setpoint the simulator holds, counted from when the feed
 // produced it, sampled every 50 ms: median, p95, worst), arrivals under the minimum interval as the simulator saw
 // them, 503s, and the smallest gap between arrivals.
@@ -81,18 +82,25 @@ const median = (values) => quantile(values, 0.5);
 const uniform = ([min, max]) => min + Math.random() * (max - min);
 
 /**
- * Requests per interval that a client can reach at best: it knows every delay, opens each connection as soon as the
- * answer before is in and sends at once, so each arrival is max(interval, answer time + way back + the handshake there
- * and back + the way there) after the one before.
+ * Requests per interval that a client can reach at best. `limit`: it knows every delay, opens each connection as soon
+ * as the answer before is in and sends at once, so each arrival is max(interval, answer time + way back + the handshake
+ * there and back + the way there) after the one before. `unseen`: the same client without seeing each delay, only
+ * their true range, which no client can measure (a round trip mixes both ways): to keep every arrival an interval
+ * apart it sends each request the interval plus that range after the one before, so one is sent every
+ * max(interval + range, way there + answer time + way back + handshake).
  */
-function limit(settings) {
-  let total = 0;
+function limits(settings) {
+  const spread = settings.delay[1] - settings.delay[0];
+  let seeing = 0;
+  let unseen = 0;
   const n = 200000;
   for (let i = 0; i < n; i++) {
     const network = uniform(settings.delay) + uniform(settings.delay) + uniform(settings.delay) + uniform(settings.delay);
-    total += Math.max(INTERVAL_MS, uniform(settings.latency) + network);
+    const answer = uniform(settings.latency);
+    seeing += Math.max(INTERVAL_MS, answer + network);
+    unseen += Math.max(INTERVAL_MS + spread, answer + network);
   }
-  return INTERVAL_MS / (total / n);
+  return { limit: INTERVAL_MS / (seeing / n), unseen: INTERVAL_MS / (unseen / n) };
 }
 
 /**
@@ -375,7 +383,7 @@ async function main() {
   for (const delay of chosen.delays)
     for (const latency of chosen.latencies) {
       const settings = { ...chosen, delay, latency };
-      settings.limit = limit(settings);
+      Object.assign(settings, limits(settings));
       const device = `${latency[0] === latency[1] ? latency[0] : latency.join('-')} ms`;
       const network = delay[1] === 0 ? 'loopback' : `${delay.join('-')} ms`;
       const scenarios = [];
@@ -385,7 +393,14 @@ async function main() {
       if (chosen.only.includes('control+monitoring')) scenarios.push(() => controlScenario(settings, true));
       for (const scenario of scenarios) {
         const result = await withBaseline(settings, scenario);
-        rows.push({ device, network, limit: settings.limit.toFixed(2), scenario: result.now.scenario, result });
+        rows.push({
+          device,
+          network,
+          limit: settings.limit.toFixed(2),
+          unseen: settings.unseen.toFixed(2),
+          scenario: result.now.scenario,
+          result,
+        });
         console.error(`done: ${device}, ${network}, ${result.now.scenario}`);
       }
       if (chosen.only.includes('first-setpoint'))
@@ -400,12 +415,12 @@ async function main() {
     }
   if (rows.length > 0) {
     console.log(
-      '| device answers | network (each way) | scenario | requests per interval | limit | capacity used | arrivals under the minimum | 503s | smallest gap (ms) | outputs per tick (min) | setpoint age, ms (median / p95 / worst) |',
+      '| device answers | network (each way) | scenario | requests per interval | limit | limit, delays unseen | capacity used | arrivals under the minimum | 503s | smallest gap (ms) | outputs per tick (min) | setpoint age, ms (median / p95 / worst) |',
     );
-    console.log('|---|---|---|---|---|---|---|---|---|---|---|');
-    for (const { device, network, limit, scenario, result } of rows)
+    console.log('|---|---|---|---|---|---|---|---|---|---|---|---|');
+    for (const { device, network, limit, unseen, scenario, result } of rows)
       console.log(
-        `| ${device} | ${network} | ${scenario} | ${pair(result, 'requestsPerInterval')} | ${limit} | ${pair(result, 'capacityUsed')} | ` +
+        `| ${device} | ${network} | ${scenario} | ${pair(result, 'requestsPerInterval')} | ${limit} | ${unseen} | ${pair(result, 'capacityUsed')} | ` +
           `${pair(result, 'early')} | ${pair(result, 'rejected503')} | ${pair(result, 'minGapMs')} | ${pair(result, 'outputsPerTick')} | ` +
           `${pair(result, 'staleness')} |`,
       );
