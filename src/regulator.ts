@@ -28,8 +28,10 @@
  * large move starts with a pulse beyond its value, sized so that the battery reaches the value one request later, when
  * the value itself follows at once (ahead of waiting reads). Each consistent model gives its own pulse; the one that
  * goes least far is sent, so no plant the readings allow overshoots (the others arrive later, as without a pulse). At
- * a power limit the pulse lasts several requests. The dead band is at least three times the meter's noise, so that
- * noise does not move a setpoint that the narrowed models no longer shield.
+ * a power limit the pulse lasts several requests. A move that comes while the last one the same way is still showing
+ * is a ramp (a cloud over the PV, seen late by a slow meter): it gets no pulse, which would zig-zag behind it. The
+ * dead band is at least three times the meter's noise, so that noise does not move a setpoint that the narrowed models
+ * no longer shield.
  *
  * Further rules: one setpoint in flight at a time (the next only after the device acknowledged the previous one,
  * which the shared queue paces); the state is the acknowledged setpoint after every limit, so nothing winds up at a
@@ -152,6 +154,8 @@ const AT_ONCE_MS = 50;
 /** A move smaller than this (W) or this many dead bands is a plain step, not worth a pulse. */
 const MIN_PULSE_W = 150;
 const PULSE_DEAD_BANDS = 4;
+/** A move up to this many times the moves the same way still showing continues a ramp. */
+const RAMP_RATIO = 2;
 /** The dead band is at least this many times the meter's noise (the mean change between readings). */
 const NOISE_BANDS = 3;
 
@@ -354,7 +358,9 @@ export class Regulator {
     else if (wantHigh < current - settings.deadBand) wanted = wantHigh;
     else {
       // The readings may have shown the battery slower than the fastest plant of the start: then a pulse speeds it on.
-      const boost = this.boosted ? undefined : this.overdrive(current, now);
+      const last = this.history.at(-1);
+      const ramp = last !== undefined && this.continuesRamp(current - this.valueBefore(1), last.startAt, 1);
+      const boost = this.boosted || ramp ? undefined : this.overdrive(current, now);
       if (boost !== undefined) {
         this.boosted = true;
         this.followingUp = false;
@@ -369,8 +375,9 @@ export class Regulator {
     const next = limited.value;
     if (current !== undefined && (next === current || Math.abs(next - current) <= settings.deadBand)) return decision('hold', reason);
     this.followingUp = false;
-    // A stop at a SOC limit needs no haste.
-    const overdrive = current === undefined || reason === 'soc' ? undefined : this.overdrive(next, now);
+    // A stop at a SOC limit needs no haste; a ramp is followed step by step.
+    const plain = current === undefined || reason === 'soc' || this.continuesRamp(next - current, now);
+    const overdrive = plain ? undefined : this.overdrive(next, now);
     this.boosted = overdrive !== undefined;
     if (overdrive !== undefined) {
       this.pending = { value: overdrive, decidedAt: now };
@@ -465,6 +472,29 @@ export class Regulator {
       if (!best || (value - best.value) * direction < 0) best = { value, power };
     }
     return { ...(best ?? { value: final, power: final }), reached };
+  }
+
+  /** The setpoint before the last `back` steps of the history. */
+  private valueBefore(back: number): number {
+    return this.history.at(-1 - back)?.value ?? this.base;
+  }
+
+  /**
+   * Whether a move by `move` W at `at` continues a ramp (a cloud passing over the PV): the moves just before it went the
+   * same way, have not shown yet (their delay and two lags, under the slowest plant the readings allow) and add up to
+   * at least half of it. The newest `skip` steps are left out. A pulse on each step of a ramp would make the setpoint
+   * zig-zag behind it; a kettle is far larger than the trims before it.
+   */
+  private continuesRamp(move: number, at: number, skip = 0): boolean {
+    const showsMs = Math.max(...this.identifier.consistent().map((model) => model.delayMs + 2 * model.lagMs));
+    let showing = 0;
+    for (let back = skip; back < this.history.length; back++) {
+      const step = this.history.at(-1 - back)!;
+      const moved = step.value - this.valueBefore(back + 1);
+      if (Math.sign(moved) !== Math.sign(move) || at >= step.ackAt + showsMs) break;
+      showing += Math.abs(moved);
+    }
+    return move !== 0 && RAMP_RATIO * showing >= Math.abs(move);
   }
 
   /** The dead band in force: the one set, or three times the meter's noise where that is more (a move must be no noise). */

@@ -279,6 +279,22 @@ describe('zero feed-in regulator (src/regulator.ts) against a simulated plant', 
     });
   }
 
+  it('follows a ramp (a cloud over PV, the meter 2 s late) step by step without pulses, and still pulses a kettle after it', function () {
+    // Kettles first, so that the readings have shown the lag; then 720 W of PV fade in over 8 s and come back.
+    const ramp = (from: number, t: number) => Math.min(1, Math.max(0, (t - from) / 8));
+    const load = (t: number) => (t < 150 ? kettles(t) : t < 300 ? -490 + 720 * (ramp(150, t) - ramp(220, t)) : -490 + 2000);
+    const run = simulate({ deadTimeS: 1, lagS: 1.5, meterDelayS: 2, answerMs: 100, load, durationS: 340 });
+    for (const [from, to] of [
+      [150, 220],
+      [220, 300],
+    ]) {
+      should(reversals(run.decisions, from, to)).equal(0, `reversals ${from}-${to} s`);
+      should(run.decisions.filter((d) => d.reason === 'overdrive' && d.t >= from * 1000 && d.t < to * 1000)).be.empty();
+    }
+    should(run.decisions.filter((d) => d.reason === 'overdrive' && d.t >= 300000).length).be.aboveOrEqual(1);
+    gapsOk(run.requests);
+  });
+
   it('an overdrive that commands charging while the house imports never makes the battery charge (kettle off, no PV)', function () {
     const load = (t: number) => (Math.floor(t / 30) % 2 === 1 ? 2300 : 300);
     const run = simulate({ deadTimeS: 1, lagS: 1.5, meterDelayS: 0, answerMs: 100, load, durationS: 210 });
