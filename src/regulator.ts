@@ -28,10 +28,10 @@
  * large move starts with a pulse beyond its value, sized so that the battery reaches the value one request later, when
  * the value itself follows at once (ahead of waiting reads). Each consistent model gives its own pulse; the one that
  * goes least far is sent, so no plant the readings allow overshoots (the others arrive later, as without a pulse). At
- * a power limit the pulse lasts several requests. A move that comes while the last one the same way is still showing
- * is a ramp (a cloud over the PV, seen late by a slow meter): it gets no pulse, which would zig-zag behind it. The
- * dead band is at least three times the meter's noise, so that noise does not move a setpoint that the narrowed models
- * no longer shield.
+ * a power limit the pulse lasts several requests. A move at most twice the moves the same way that have not shown yet
+ * continues a ramp (a cloud over the PV, seen late by a slow meter): it gets no pulse, which would zig-zag behind it.
+ * The dead band is at least three times the meter's noise, so that noise does not move a setpoint that the narrowed
+ * models no longer shield.
  *
  * Further rules: one setpoint in flight at a time (the next only after the device acknowledged the previous one,
  * which the shared queue paces); the state is the acknowledged setpoint after every limit, so nothing winds up at a
