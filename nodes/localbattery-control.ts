@@ -1,7 +1,7 @@
 /**
  * Real-time control: msg.payload (signed watts or {state, power, soc}) becomes one three-value write of
  * 47015, after switching the working mode to real-time control where needed. The logic lives in
- * src/control.ts; this node glues it to messages, status and the shared client.
+ * src/control/control.ts; this node glues it to messages, status and the shared client.
  */
 import type { Node, NodeAPI, NodeDef, NodeMessageInFlow, NodeStatus } from 'node-red';
 import {
@@ -11,8 +11,8 @@ import {
   parseControl,
   type ControlCommand,
   type ControlOutcome,
-} from '../src/control';
-import { describeInputs, flag } from '../src/inputs';
+} from '../src/control/control';
+import { describeInputs, flag } from '../src/editor/inputs';
 import { deviceOf, serveDevice, timeOfDay, keepErrorCodes } from './shared';
 
 interface ControlDef extends NodeDef {

@@ -1,20 +1,20 @@
 /**
  * Config node: one device (address and credentials). Holds the client with these credentials; every flow node of
  * the device opens its own session on it (closing the node drops its waiting work). All clients of one device share
- * its one request queue (src/scheduler.ts). Pushes the connection state to the users' status and serves the editor's
+ * its one request queue (src/device/scheduler.ts). Pushes the connection state to the users' status and serves the editor's
  * admin routes.
  */
 import fs from 'node:fs';
 import path from 'node:path';
 import type { Node, NodeAPI, NodeDef, NodeStatus } from 'node-red';
 import type { Request, Response } from 'express';
-import type { AuthMode } from '../src/auth';
-import { DEFAULTS, DeviceClient, type ClientOptions, type ClientSession, type ConnectionState } from '../src/client';
-import { discoverDevices, parseMethod } from '../src/discovery';
+import type { AuthMode } from '../src/device/auth';
+import { DEFAULTS, DeviceClient, type ClientOptions, type ClientSession, type ConnectionState } from '../src/device/client';
+import { discoverDevices, parseMethod } from '../src/discovery/discovery';
 import { ValidationError } from '../src/errors';
 import { decimalNumber } from '../src/numbers';
-import { deviceInputs, deviceLimits, editorCatalogueJson } from '../src/inputs';
-import { normaliseHost } from '../src/scheduler';
+import { deviceInputs, deviceLimits, editorCatalogueJson } from '../src/editor/inputs';
+import { normaliseHost } from '../src/device/scheduler';
 import { describeError } from './shared';
 
 interface DeviceDef extends NodeDef {
@@ -42,7 +42,7 @@ const STORED_PASSWORD = '__PWRD__';
 const ENV_FIELDS = ['host', 'port', 'namespace', 'minInterval', 'timeout', 'chargeLimit', 'dischargeLimit', 'powerLimit'];
 
 function optionsFrom(settings: Partial<Record<keyof DeviceDef, unknown>>, password: string | undefined): ClientOptions {
-  // The same description the editor runs (src/inputs.ts, built for the browser).
+  // The same description the editor runs (src/editor/inputs.ts, built for the browser).
   const { values, error } = deviceInputs.deploy(settings);
   if (error) throw error;
   const text = (value: unknown, fallback: string) => (typeof value === 'string' && value !== '' ? value : fallback);
@@ -197,8 +197,8 @@ export = function (RED: NodeAPI) {
     res.json(editorCatalogueJson());
   });
 
-  // The runtime's rule functions built for the browser (src/editor-rules.ts): the editor validates with them.
-  const rulesScript = fs.readFileSync(path.join(__dirname, '..', 'src', 'editor-rules.browser.js'), 'utf8');
+  // The runtime's rule functions built for the browser (src/editor/editor-rules.ts): the editor validates with them.
+  const rulesScript = fs.readFileSync(path.join(__dirname, '..', 'src', 'editor', 'editor-rules.browser.js'), 'utf8');
   RED.httpAdmin.get('/localbattery/rules.js', read, (_req: Request, res: Response) => {
     res.type('application/javascript').send(rulesScript);
   });

@@ -12,8 +12,8 @@ import {
   discoverDevices,
   type DiscoveryMethod,
   type DiscoveryOptions,
-} from '../src/discovery';
-import { NUMBER_RULES, describeInputs, numberIn, oneOf, text, type InputValues } from '../src/inputs';
+} from '../src/discovery/discovery';
+import { NUMBER_RULES, describeInputs, numberIn, oneOf, text, type InputValues } from '../src/editor/inputs';
 import { errorStatus, keepErrorCodes } from './shared';
 
 interface DiscoverDef extends NodeDef {

@@ -4,7 +4,7 @@
  * an identifier that is never empty where the device has one anywhere (`sn`, else point 0, else the MAC).
  */
 import type { Node, NodeAPI, NodeDef } from 'node-red';
-import type { ClientSession, DeviceInfo } from '../src/client';
+import type { ClientSession, DeviceInfo } from '../src/device/client';
 import { decimalNumber } from '../src/numbers';
 import { deviceOf, serveDevice, keepErrorCodes } from './shared';
 

@@ -6,8 +6,8 @@
  */
 import type { Node, NodeAPI, NodeDef, NodeMessageInFlow } from 'node-red';
 import { ValidationError } from '../src/errors';
-import { checkPassword, MAX_PASSWORD_BYTES } from '../src/password-crypto';
-import { describeInputs, oneOf } from '../src/inputs';
+import { checkPassword, MAX_PASSWORD_BYTES } from '../src/device/password-crypto';
+import { describeInputs, oneOf } from '../src/editor/inputs';
 import { deviceOf, serveDevice, keepErrorCodes } from './shared';
 
 interface PasswordDef extends NodeDef {

@@ -3,10 +3,10 @@
  * interval, and sends them as one object (by name or address) or as one message per point.
  */
 import type { Node, NodeAPI, NodeDef, NodeMessage, NodeMessageInFlow } from 'node-red';
-import { describeValue, readPointByAddress, type DecodedValue } from '../src/catalogue';
-import { homeAssistantSensor, type HomeAssistantSensor } from '../src/home-assistant';
-import { NUMBER_RULES, describeInputs, numberIn, parseDeadBand, pointList } from '../src/inputs';
-import { NO_DEAD_BAND, POLL_BACKOFF_MAX_MS, Poller, type PollOutcome, type Reading } from '../src/poller';
+import { describeValue, readPointByAddress, type DecodedValue } from '../src/points/catalogue';
+import { homeAssistantSensor, type HomeAssistantSensor } from '../src/points/home-assistant';
+import { NUMBER_RULES, describeInputs, numberIn, parseDeadBand, pointList } from '../src/editor/inputs';
+import { NO_DEAD_BAND, POLL_BACKOFF_MAX_MS, Poller, type PollOutcome, type Reading } from '../src/device/poller';
 import { deviceOf, errorStatus, sessionOf, timeOfDay, keepErrorCodes, serveDevice, type Outgoing } from './shared';
 
 type OutputMode = 'object' | 'address' | 'split';

@@ -3,10 +3,10 @@
  * JSONata) is checked against the catalogue before anything is sent; nothing invalid reaches the device.
  */
 import type { Node, NodeAPI, NodeDef, NodeMessageInFlow } from 'node-red';
-import { resolveWritePoint, validateWrite, type WritePoint } from '../src/catalogue';
+import { resolveWritePoint, validateWrite, type WritePoint } from '../src/points/catalogue';
 import { RefusedError, ValidationError } from '../src/errors';
-import type { ClientSession } from '../src/client';
-import { describeInputs } from '../src/inputs';
+import type { ClientSession } from '../src/device/client';
+import { describeInputs } from '../src/editor/inputs';
 import { deviceOf, serveDevice, timeOfDay, keepErrorCodes } from './shared';
 
 interface WriteDef extends NodeDef {

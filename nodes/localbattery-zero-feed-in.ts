@@ -1,12 +1,12 @@
 /**
  * Zero feed-in: holds the grid meter at its target by steering the battery in real-time control. The regulator
- * (src/regulator.ts) decides; this node feeds it grid readings (from messages, or read from the device's own meter
+ * (src/control/regulator.ts) decides; this node feeds it grid readings (from messages, or read from the device's own meter
  * through the shared queue), sends its setpoints with RealTimeController through the node's session, reports each
  * decision, and on close, disable or a silent meter leaves the battery as configured.
  */
 import type { Node, NodeAPI, NodeDef, NodeMessageInFlow } from 'node-red';
-import { REAL_TIME, pointByName } from '../src/catalogue';
-import type { ClientSession } from '../src/client';
+import { REAL_TIME, pointByName } from '../src/points/catalogue';
+import type { ClientSession } from '../src/device/client';
 import {
   CONTROL_DEFAULTS,
   RealTimeController,
@@ -14,10 +14,10 @@ import {
   parseControl,
   type ControlCommand,
   type ControllerSettings,
-} from '../src/control';
+} from '../src/control/control';
 import { ValidationError } from '../src/errors';
-import { numberIn, zeroFeedInSettings, type ZeroFeedInSettings } from '../src/inputs';
-import { Regulator, ZERO_FEED_IN_RULES, gridReading, type Decision, type OnStop } from '../src/regulator';
+import { numberIn, zeroFeedInSettings, type ZeroFeedInSettings } from '../src/editor/inputs';
+import { Regulator, ZERO_FEED_IN_RULES, gridReading, type Decision, type OnStop } from '../src/control/regulator';
 import { deviceOf, errorStatus, keepErrorCodes } from './shared';
 
 interface ZeroFeedInDef extends NodeDef {

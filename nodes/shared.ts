@@ -1,6 +1,6 @@
 /** Glue shared by the node adapters: the config node's interface as flow nodes see it, and small helpers. */
 import type { Node, NodeMessage, NodeMessageInFlow, NodeStatus } from 'node-red';
-import type { ClientSession, DeviceClient } from '../src/client';
+import type { ClientSession, DeviceClient } from '../src/device/client';
 import { DeviceError } from '../src/errors';
 
 /** What a flow node gets from its config node. */

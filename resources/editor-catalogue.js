@@ -16,7 +16,7 @@
         readByAddress: {},
         writeByName: {},
         /**
-         * The runtime's own rule functions (src/editor-rules.ts, built for the browser and served by the package's
+         * The runtime's own rule functions (src/editor/editor-rules.ts, built for the browser and served by the package's
          * rules route), or null until they have arrived. Each check gives null for a value the runtime takes.
          */
         rules: null,
@@ -43,7 +43,7 @@
         allowedText: function (p, deviceId) {
             return shared.rules ? shared.rules.allowedText(p.name, shared.limits(deviceId)) : p.allowed;
         },
-        /** The runtime's rule `name` ({min, max, integer, off, unit}, src/inputs.ts), or null until the catalogue has arrived. */
+        /** The runtime's rule `name` ({min, max, integer, off, unit}, src/editor/inputs.ts), or null until the catalogue has arrived. */
         rule: function (name) {
             return shared.data ? shared.data.rules.numbers[name] : null;
         },
@@ -51,7 +51,7 @@
         decimalNumber: function (v) {
             return shared.rules ? shared.rules.decimalNumber(v) : undefined;
         },
-        /** Whether `v` passes the runtime's number rule `name` (numberIn in src/inputs.ts); true until the rules arrive. */
+        /** Whether `v` passes the runtime's number rule `name` (numberIn in src/editor/inputs.ts); true until the rules arrive. */
         fitsRule: function (name, v) {
             return !shared.rules || shared.rules.numberProblem(name, v) === null;
         },

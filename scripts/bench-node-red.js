@@ -29,7 +29,7 @@ const dist = path.resolve(__dirname, '..', 'dist');
 const { helper, PASSWORD } = require(path.join(dist, 'test', 'support.js'));
 const { startRelay } = require(path.join(dist, 'test', 'relay.js'));
 const { DeviceSimulator, READ_POINTS, REAL_TIME } = require(path.join(dist, 'src'));
-const { ArrivalMargin } = require(path.join(dist, 'src', 'scheduler.js'));
+const { ArrivalMargin } = require(path.join(dist, 'src', 'device', 'scheduler.js'));
 const nodes = ['device', 'read', 'control'].map((name) => require(path.join(dist, 'nodes', `localbattery-${name}.js`)));
 
 const INTERVAL_MS = 1000;

@@ -13,13 +13,13 @@ fs.cpSync(path.join(root, 'nodes', 'locales'), path.join(out, 'locales'), { recu
 fs.cpSync(path.join(root, 'icons'), path.join(out, 'icons'), { recursive: true });
 
 /**
- * The editor's rules (src/editor-rules.ts, compiled by tsc to CommonJS) and every module they require, wrapped into
+ * The editor's rules (src/editor/editor-rules.ts, compiled by tsc to CommonJS) and every module they require, wrapped into
  * one script for the browser that sets window.localBatteryRules: the editor runs the runtime's own code. Only modules
  * of the package may be required; anything else (a Node.js module) fails the build.
  */
 function bundleForBrowser(entry, outFile) {
-  const dir = path.dirname(entry);
-  // "./catalogue" for dist/src/catalogue.js: every module of the bundle is one of the package's own.
+  const dir = path.join(root, 'dist', 'src');
+  // "./points/catalogue" for dist/src/points/catalogue.js: every module of the bundle is one of the package's own.
   const moduleId = (file) => './' + path.relative(dir, file).replace(/\\/g, '/').replace(/\.js$/, '');
   const modules = new Map();
   const visit = (file) => {
@@ -64,4 +64,7 @@ ${definitions.join(',\n')}
   fs.writeFileSync(outFile, script);
 }
 
-bundleForBrowser(path.join(root, 'dist', 'src', 'editor-rules.js'), path.join(root, 'dist', 'src', 'editor-rules.browser.js'));
+bundleForBrowser(
+  path.join(root, 'dist', 'src', 'editor', 'editor-rules.js'),
+  path.join(root, 'dist', 'src', 'editor', 'editor-rules.browser.js'),
+);

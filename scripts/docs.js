@@ -1,7 +1,7 @@
 // Rewrites the point tables in README.md and the point lists of the read and write help pages from the catalogue.
 const fs = require('fs');
 const path = require('path');
-const { withPointTables, withHelpPointList, HELP_LANGUAGES } = require('../dist/src/docs');
+const { withPointTables, withHelpPointList, HELP_LANGUAGES } = require('../dist/src/points/docs');
 
 const root = path.join(__dirname, '..');
 const rewrite = (file, change) => fs.writeFileSync(file, change(fs.readFileSync(file, 'utf8')));

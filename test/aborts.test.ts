@@ -1,11 +1,11 @@
 /** Closing cuts every wait short: for the interval, for another client's request, before the request or the scan starts. */
 import should from 'should';
-import { pointByName } from '../src/catalogue';
-import { DeviceClient } from '../src/client';
-import { discover } from '../src/discovery';
+import { pointByName } from '../src/points/catalogue';
+import { DeviceClient } from '../src/device/client';
+import { discover } from '../src/discovery/discovery';
 import type { DeviceError } from '../src/errors';
 import type { DeviceSimulator } from '../src/simulator';
-import { exchange } from '../src/transport';
+import { exchange } from '../src/device/transport';
 import { PASSWORD, startSimulator } from './support';
 
 const SOC = pointByName('batterySoc')!.address;

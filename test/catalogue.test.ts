@@ -21,7 +21,7 @@ import {
   writePointByAddress,
   type ReadPoint,
   type WritePoint,
-} from '../src/catalogue';
+} from '../src/points/catalogue';
 import { ValidationError } from '../src/errors';
 
 // Spec 2.1, table by table, with the type each table gives.

@@ -1,11 +1,11 @@
 /** Client and scheduler against the simulator over real HTTP on 127.0.0.1. */
 import * as http from 'node:http';
 import should from 'should';
-import { READ_POINTS, pointByName, type ReadPoint } from '../src/catalogue';
-import { DeviceClient, type ClientOptions } from '../src/client';
-import { digestResponse, parseDigestHeader } from '../src/digest';
+import { READ_POINTS, pointByName, type ReadPoint } from '../src/points/catalogue';
+import { DeviceClient, type ClientOptions } from '../src/device/client';
+import { digestResponse, parseDigestHeader } from '../src/simulator/digest';
 import { DeviceError, UnauthorizedError, ValidationError } from '../src/errors';
-import { deviceQueue } from '../src/scheduler';
+import { deviceQueue } from '../src/device/scheduler';
 import { DeviceSimulator, type Fault, type SimulatorOptions } from '../src/simulator';
 
 const PASSWORD = 'secret-pass';

@@ -1,6 +1,6 @@
 /** The Node-RED-free real-time control logic: payload forms, bounds from the catalogue, repeat skipping, mode memory. */
 import should from 'should';
-import { REAL_TIME, writePointByAddress } from '../src/catalogue';
+import { REAL_TIME, writePointByAddress } from '../src/points/catalogue';
 import {
   CONTROL_DEFAULTS,
   STATE_CODES,
@@ -12,8 +12,8 @@ import {
   parseControl,
   type ControlOptions,
   type ControllerSettings,
-} from '../src/control';
-import { DeviceClient } from '../src/client';
+} from '../src/control/control';
+import { DeviceClient } from '../src/device/client';
 import { DeviceSimulator } from '../src/simulator';
 import { ValidationError } from '../src/errors';
 
@@ -36,7 +36,7 @@ function invalid(payload: unknown, options: ControlOptions, field: RegExp): Vali
   return error;
 }
 
-describe('control logic (src/control.ts)', () => {
+describe('control logic (src/control/control.ts)', () => {
   it('uses the state codes, mode and mode address of the specification (47015 states, 7101 mode 4)', () => {
     STATE_CODES.should.eql({ standby: 0, charge: 1, discharge: 2 });
     WORKING_MODE_READ_ADDRESS.should.equal(7101);

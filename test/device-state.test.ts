@@ -1,12 +1,12 @@
 /**
- * One truth about each device (src/device-state.ts): the last command wins over folds and retries, state kept once
+ * One truth about each device (src/device/device-state.ts): the last command wins over folds and retries, state kept once
  * per device, dropped jobs never send, callbacks cannot break the queue. Real clients against the simulator.
  */
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import should from 'should';
-import { REAL_TIME, pointByName } from '../src/catalogue';
-import { DeviceClient, type ClientOptions } from '../src/client';
+import { REAL_TIME, pointByName } from '../src/points/catalogue';
+import { DeviceClient, type ClientOptions } from '../src/device/client';
 import {
   CONTROL_DEFAULTS,
   RealTimeController,
@@ -14,10 +14,10 @@ import {
   WORKING_MODE_READ_ADDRESS,
   parseControl,
   type ControllerSettings,
-} from '../src/control';
-import { RetriedLoad } from '../src/auth';
+} from '../src/control/control';
+import { RetriedLoad } from '../src/device/auth';
 import type { DeviceError } from '../src/errors';
-import { deviceQueue } from '../src/scheduler';
+import { deviceQueue } from '../src/device/scheduler';
 import { DeviceSimulator, type SimulatorOptions } from '../src/simulator';
 
 const PASSWORD = 'state-pass';

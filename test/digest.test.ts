@@ -1,12 +1,12 @@
 /**
- * HTTP Digest (MD5, qop=auth) headers from digest-fetch (src/auth.ts), checked against digests computed here by
- * hand, against RFC 2617's known values, and by the simulator's own server-side check (src/digest.ts).
+ * HTTP Digest (MD5, qop=auth) headers from digest-fetch (src/device/auth.ts), checked against digests computed here by
+ * hand, against RFC 2617's known values, and by the simulator's own server-side check (src/simulator/digest.ts).
  */
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import should from 'should';
-import { answerChallenge, digestAuthorization, isHeaderSafe } from '../src/auth';
-import { digestResponse, parseDigestHeader } from '../src/digest';
+import { answerChallenge, digestAuthorization, isHeaderSafe } from '../src/device/auth';
+import { digestResponse, parseDigestHeader } from '../src/simulator/digest';
 
 const md5 = (text: string) => createHash('md5').update(text, 'utf8').digest('hex');
 
@@ -98,7 +98,7 @@ describe('digest (digest-fetch)', function () {
 
   it('loads digest-fetch (an ES module) with a real dynamic import, which every Node version of `engines` supports', function () {
     // Compiled to require(), the load would fail on Node versions without require(esm) (20 before 20.19).
-    const compiled = readFileSync(require.resolve('../src/auth'), 'utf8');
+    const compiled = readFileSync(require.resolve('../src/device/auth'), 'utf8');
     should(compiled).match(/\bimport\('digest-fetch'\)/);
     should(compiled).not.match(/require\(['"]digest-fetch['"]\)/);
   });

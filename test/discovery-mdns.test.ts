@@ -5,7 +5,7 @@
 import { execFileSync, spawnSync } from 'node:child_process';
 import * as path from 'node:path';
 import should from 'should';
-import { discoverDevices, mergeSources, parseMethod, type FoundDevice } from '../src/discovery';
+import { discoverDevices, mergeSources, parseMethod, type FoundDevice } from '../src/discovery/discovery';
 import { onlyLoopbackUdp } from './node-support';
 import { startSimulator } from './support';
 

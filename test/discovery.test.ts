@@ -7,7 +7,7 @@ import * as dgram from 'node:dgram';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import should from 'should';
-import { broadcastTargets, discover, mergeDevices, parseAnswer, type DiscoveredDevice } from '../src/discovery';
+import { broadcastTargets, discover, mergeDevices, parseAnswer, type DiscoveredDevice } from '../src/discovery/discovery';
 
 const FIELD_NOTES_ANSWER = '{"sn":"HMG50DEV1234","fw":"V1.3.07_R003.001_MP12W_00000012","ip":"192.168.3.119","opendata_ver":"V1.0.1"}';
 

@@ -1,7 +1,7 @@
 /** Error texts: a bad value is named by a short preview, however large it is. */
 import should from 'should';
-import { resolveWritePoint, validateWriteValue } from '../src/catalogue';
-import { CONTROL_DEFAULTS, parseControl } from '../src/control';
+import { resolveWritePoint, validateWriteValue } from '../src/points/catalogue';
+import { CONTROL_DEFAULTS, parseControl } from '../src/control/control';
 import { ValidationError } from '../src/errors';
 
 const MEGABYTE = 'x'.repeat(1024 * 1024);

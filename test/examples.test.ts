@@ -7,7 +7,7 @@ import path from 'node:path';
 import should from 'should';
 import { helper, PASSWORD, startSimulator } from './support';
 import type { DeviceSimulator } from '../src/simulator';
-import { pointByName } from '../src/catalogue';
+import { pointByName } from '../src/points/catalogue';
 import deviceNode = require('../nodes/localbattery-device');
 import readNode = require('../nodes/localbattery-read');
 import writeNode = require('../nodes/localbattery-write');
@@ -18,7 +18,7 @@ import passwordNode = require('../nodes/localbattery-password');
 import zeroNode = require('../nodes/localbattery-zero-feed-in');
 import { startBroker, type TestBroker } from './mqtt-broker';
 import { DISCOVERY_TOPIC, checkNumberConfig, checkSensorSemantics, checkSwitchConfig } from './home-assistant-schema';
-import { ZERO_FEED_IN_RULES } from '../src/regulator';
+import { ZERO_FEED_IN_RULES } from '../src/control/regulator';
 import { lastStatus } from './node-support';
 
 // The core nodes are CommonJS files found by path.

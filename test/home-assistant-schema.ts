@@ -1,7 +1,7 @@
 /**
  * What Home Assistant accepts, from its sensor and MQTT discovery documentation (and core's sensor constants):
  * the units each sensor device class allows, the state classes it allows, and the discovery topic's form.
- * Written out here, independently of src/home-assistant.ts, so the tests check the rule against Home Assistant.
+ * Written out here, independently of src/points/home-assistant.ts, so the tests check the rule against Home Assistant.
  */
 import should from 'should';
 

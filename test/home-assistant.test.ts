@@ -1,7 +1,7 @@
 /** Home Assistant semantics derived from the catalogue: valid for Home Assistant, and right for the points. */
 import should from 'should';
-import { READ_POINTS, catalogueJson, pointByName, type ReadPoint } from '../src/catalogue';
-import { homeAssistantSensor } from '../src/home-assistant';
+import { READ_POINTS, catalogueJson, pointByName, type ReadPoint } from '../src/points/catalogue';
+import { homeAssistantSensor } from '../src/points/home-assistant';
 import { checkSensorSemantics } from './home-assistant-schema';
 
 const sensorOf = (name: string) => homeAssistantSensor(pointByName(name) as ReadPoint);

@@ -1,6 +1,6 @@
 /** The simulator's house and battery model, in simulated time (timeScale 0, moved by tick): deterministic. */
 import should from 'should';
-import { REAL_TIME } from '../src/catalogue';
+import { REAL_TIME } from '../src/points/catalogue';
 import { DeviceSimulator, House, seededRandom, type SimulatorOptions } from '../src/simulator';
 import { parseSimulatorArgs } from '../src/cli/simulator';
 

@@ -3,8 +3,8 @@ import should from 'should';
 import deviceNode = require('../nodes/localbattery-device');
 import controlNode = require('../nodes/localbattery-control');
 import writeNode = require('../nodes/localbattery-write');
-import { REAL_TIME, WORKING_MODES, pointByName, writePointByAddress, type ReadPoint } from '../src/catalogue';
-import { CONTROL_DEFAULTS, MAX_CONTROL_SECONDS, STATE_CODES } from '../src/control';
+import { REAL_TIME, WORKING_MODES, pointByName, writePointByAddress, type ReadPoint } from '../src/points/catalogue';
+import { CONTROL_DEFAULTS, MAX_CONTROL_SECONDS, STATE_CODES } from '../src/control/control';
 import type { DeviceSimulator } from '../src/simulator';
 import { deviceConfig, helper, startSimulator } from './support';
 import {

@@ -6,8 +6,8 @@ import should from 'should';
 import deviceNode = require('../nodes/localbattery-device');
 import infoNode = require('../nodes/localbattery-info');
 import passwordNode = require('../nodes/localbattery-password');
-import { READ_POINTS, WRITE_POINTS } from '../src/catalogue';
-import { DeviceClient } from '../src/client';
+import { READ_POINTS, WRITE_POINTS } from '../src/points/catalogue';
+import { DeviceClient } from '../src/device/client';
 import type { DeviceSimulator } from '../src/simulator';
 import { PASSWORD, deviceConfig, helper, startSimulator } from './support';
 import { inEnglish, lastStatus, nextInput, onlyLoopbackUdp, sleep, statusesOf, text, until } from './node-support';
@@ -371,7 +371,7 @@ describe('localbattery-device config node', function () {
       should(res.text).match(/window\.localBatteryRules = /);
       // Nothing of Node.js: every module it requires is one of the package's own, built into it.
       const required = [...res.text.matchAll(/require\(("[^"]*")\)/g)].map((match) => JSON.parse(match[1]) as string);
-      should(required).containEql('./catalogue');
+      should(required).containEql('./points/catalogue');
       for (const id of required) should(res.text).containEql(`${JSON.stringify(id)}: function (require, module, exports)`);
     });
 

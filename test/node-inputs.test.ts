@@ -1,5 +1,5 @@
 /**
- * Inputs described once (src/inputs.ts): the order setting → msg override → default, one error form for every
+ * Inputs described once (src/editor/inputs.ts): the order setting → msg override → default, one error form for every
  * node (field, short preview, allowed range), and every setting checked at deploy, in real Node-RED.
  */
 import should from 'should';
@@ -10,7 +10,7 @@ import passwordNode = require('../nodes/localbattery-password');
 import readNode = require('../nodes/localbattery-read');
 import writeNode = require('../nodes/localbattery-write');
 import { ValidationError } from '../src/errors';
-import { NUMBER_RULES, describeInputs, flag, numberIn, oneOf } from '../src/inputs';
+import { NUMBER_RULES, describeInputs, flag, numberIn, oneOf } from '../src/editor/inputs';
 import type { DeviceSimulator } from '../src/simulator';
 import { deviceConfig, helper, startSimulator } from './support';
 import { inEnglish, lastStatus, nextInput, onlyLoopbackUdp, sleep, text } from './node-support';

@@ -2,8 +2,8 @@
 import should from 'should';
 import deviceNode = require('../nodes/localbattery-device');
 import readNode = require('../nodes/localbattery-read');
-import { READ_POINTS, decodeValue, describeValue, formatHourMinute, pointByName, readPointByAddress } from '../src/catalogue';
-import type { DeviceClient } from '../src/client';
+import { READ_POINTS, decodeValue, describeValue, formatHourMinute, pointByName, readPointByAddress } from '../src/points/catalogue';
+import type { DeviceClient } from '../src/device/client';
 import type { DeviceSimulator } from '../src/simulator';
 import { deviceConfig, helper, startSimulator } from './support';
 import { type EditorUnderTest, inEnglish, lastStatus, loadEditorScript, nextInput, sleep, statusesOf, text, until } from './node-support';

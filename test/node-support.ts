@@ -9,7 +9,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import * as vm from 'node:vm';
 import type { NodeAPI } from 'node-red';
-import { editorCatalogueJson } from '../src/inputs';
+import { editorCatalogueJson } from '../src/editor/inputs';
 
 const { name: packageName } = JSON.parse(fs.readFileSync(path.resolve(__dirname, '..', '..', 'package.json'), 'utf8'));
 const LOCALES = path.resolve(__dirname, '..', 'nodes', 'locales');
@@ -156,7 +156,7 @@ export function loadEditorScript(nodeType: string, extraRED: Record<string, unkn
     ajax: (options: { url: string; dataType?: string }) => {
       editor.requests.push(options.url);
       if (options.url !== 'localbattery/rules.js' || options.dataType !== 'script') throw new Error(`unexpected request ${options.url}`);
-      vm.runInContext(fs.readFileSync(path.join(root, 'dist', 'src', 'editor-rules.browser.js'), 'utf8'), context);
+      vm.runInContext(fs.readFileSync(path.join(root, 'dist', 'src', 'editor', 'editor-rules.browser.js'), 'utf8'), context);
       return Promise.resolve();
     },
   });

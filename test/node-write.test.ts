@@ -10,7 +10,7 @@ import {
   pointByName,
   resolveWritePoint,
   type ReadPoint,
-} from '../src/catalogue';
+} from '../src/points/catalogue';
 import type { DeviceSimulator } from '../src/simulator';
 import { deviceConfig, helper, startSimulator } from './support';
 import {

@@ -1,7 +1,7 @@
 /** Password-change encryption (AES-128-GCM) against the field-notes known-answer vector. */
 import should from 'should';
 import { ValidationError } from '../src/errors';
-import { MAX_PASSWORD_BYTES, checkPassword, decryptPassword, encryptPassword, randomIvString } from '../src/password-crypto';
+import { MAX_PASSWORD_BYTES, checkPassword, decryptPassword, encryptPassword, randomIvString } from '../src/device/password-crypto';
 
 function rejects(fn: () => unknown, secret: string): ValidationError {
   try {

@@ -1,10 +1,10 @@
-/** The Node-RED-free read polling (src/poller.ts) on a clock of its own: schedule, back-off, outages, change rules. */
+/** The Node-RED-free read polling (src/device/poller.ts) on a clock of its own: schedule, back-off, outages, change rules. */
 import should from 'should';
-import { pointByName } from '../src/catalogue';
-import type { ReadResult } from '../src/client';
+import { pointByName } from '../src/points/catalogue';
+import type { ReadResult } from '../src/device/client';
 import { DeviceError, ValidationError } from '../src/errors';
-import { parseDeadBand } from '../src/inputs';
-import { ChangeFilter, Poller, type ChangeSettings, type Clock, type PollerSettings, type PollOutcome } from '../src/poller';
+import { parseDeadBand } from '../src/editor/inputs';
+import { ChangeFilter, Poller, type ChangeSettings, type Clock, type PollerSettings, type PollOutcome } from '../src/device/poller';
 
 /** Timers that run only when the test moves the time on. */
 class ManualClock implements Clock {
@@ -104,7 +104,7 @@ function poller(clock: ManualClock, device: FakeDevice, settings: Partial<Poller
 
 const unreachable = () => new DeviceError('UNREACHABLE', 'device unreachable');
 
-describe('read polling (src/poller.ts)', function () {
+describe('read polling (src/device/poller.ts)', function () {
   let clock: ManualClock;
   let device: FakeDevice;
   beforeEach(function () {

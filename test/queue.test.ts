@@ -1,13 +1,13 @@
-/** The device queue (src/scheduler.ts) through real clients and sessions against the simulator on 127.0.0.1. */
+/** The device queue (src/device/scheduler.ts) through real clients and sessions against the simulator on 127.0.0.1. */
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import should from 'should';
-import { READ_POINTS, REAL_TIME, pointByName } from '../src/catalogue';
-import { DeviceClient, type ClientOptions } from '../src/client';
+import { READ_POINTS, REAL_TIME, pointByName } from '../src/points/catalogue';
+import { DeviceClient, type ClientOptions } from '../src/device/client';
 import type { DeviceError } from '../src/errors';
-import { ArrivalMargin, deviceQueue } from '../src/scheduler';
+import { ArrivalMargin, deviceQueue } from '../src/device/scheduler';
 import { DeviceSimulator, type SimulatorOptions } from '../src/simulator';
-import { exchange } from '../src/transport';
+import { exchange } from '../src/device/transport';
 
 const PASSWORD = 'queue-pass';
 const address = (name: string) => pointByName(name)!.address;

@@ -2,8 +2,8 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import 'should';
-import { READ_POINTS, WRITE_POINTS } from '../src/catalogue';
-import { pointTables, TABLE_END, TABLE_START } from '../src/docs';
+import { READ_POINTS, WRITE_POINTS } from '../src/points/catalogue';
+import { pointTables, TABLE_END, TABLE_START } from '../src/points/docs';
 
 const readme = fs.readFileSync(path.join(__dirname, '..', '..', 'README.md'), 'utf8');
 

@@ -1,6 +1,6 @@
-/** The zero feed-in regulator (src/regulator.ts) against a simulated plant, in simulated time. */
+/** The zero feed-in regulator (src/control/regulator.ts) against a simulated plant, in simulated time. */
 import should from 'should';
-import { PLANT_BOUNDS, Regulator, gridReading, type Decision, type RegulatorSettings } from '../src/regulator';
+import { PLANT_BOUNDS, Regulator, gridReading, type Decision, type RegulatorSettings } from '../src/control/regulator';
 
 const SETTINGS: RegulatorSettings = {
   target: 0,
@@ -180,7 +180,7 @@ function overshootW(trace: Trace[], from: number, to: number, on: boolean): numb
   return Math.max(0, ...points.map((p) => (on ? -p.grid : p.grid)));
 }
 
-describe('zero feed-in regulator (src/regulator.ts) against a simulated plant', function () {
+describe('zero feed-in regulator (src/control/regulator.ts) against a simulated plant', function () {
   it('reads grid power from a number, numeric text or {meterPower}; ignores NaN, text, objects and 10 MW', function () {
     should(gridReading(120)).equal(120);
     should(gridReading(' -35.5 ')).equal(-35.5);

@@ -1,8 +1,8 @@
 /** The jittery loopback relay used by the benchmark, and the client through it against a device that rejects early requests. */
 import net from 'node:net';
 import should from 'should';
-import { pointByName } from '../src/catalogue';
-import { DeviceClient } from '../src/client';
+import { pointByName } from '../src/points/catalogue';
+import { DeviceClient } from '../src/device/client';
 import { DeviceSimulator } from '../src/simulator';
 import { startRelay } from './relay';
 

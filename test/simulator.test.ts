@@ -5,9 +5,9 @@ import path from 'node:path';
 import { spawn } from 'node:child_process';
 import { createCipheriv } from 'node:crypto';
 import should from 'should';
-import { MAX_ADDRESSES_PER_READ, READ_POINTS, REAL_TIME, pointByName } from '../src/catalogue';
-import { digestResponse, parseDigestHeader } from '../src/digest';
-import { encryptPassword } from '../src/password-crypto';
+import { MAX_ADDRESSES_PER_READ, READ_POINTS, REAL_TIME, pointByName } from '../src/points/catalogue';
+import { digestResponse, parseDigestHeader } from '../src/simulator/digest';
+import { encryptPassword } from '../src/device/password-crypto';
 import { DeviceSimulator, SIMULATOR_DEFAULTS, defaultUnsupportedAddresses, modelAddresses, type SimulatorOptions } from '../src/simulator';
 import { HELP, listeningLine, parseSimulatorArgs } from '../src/cli/simulator';
 

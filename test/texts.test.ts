@@ -2,7 +2,7 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import should from 'should';
-import { HELP_LANGUAGES, helpPointList } from '../src/docs';
+import { HELP_LANGUAGES, helpPointList } from '../src/points/docs';
 import { helpStructure, textKeysOf } from './node-support';
 
 const pkg = JSON.parse(fs.readFileSync(path.resolve(__dirname, '..', '..', 'package.json'), 'utf8'));

@@ -4,7 +4,7 @@
  */
 import should from 'should';
 import { loadEditorScript, text, until } from './node-support';
-import * as rules from '../src/editor-rules';
+import * as rules from '../src/editor/editor-rules';
 import { DEVICES, VERDICTS, describeRow, runtimeVerdict, type Verdict } from './verdicts';
 
 /** The verdict of the rules module itself (as the editors call it), run in Node. */

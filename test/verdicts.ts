@@ -3,10 +3,10 @@
  * the very function the node runs at deploy, the editor's from the field's validator in the node's editor script
  * (test/validator.test.ts runs it in a stand-in editor, test/editor.test.ts in Chromium). Both must equal `valid`.
  */
-import { resolveWritePoint, validateWrite, type PowerLimits } from '../src/catalogue';
-import { controlSettings } from '../src/control';
-import { deviceInputs, deviceLimits, parseDeadBand, zeroFeedInSettings } from '../src/inputs';
-import { checkPassword } from '../src/rules';
+import { resolveWritePoint, validateWrite, type PowerLimits } from '../src/points/catalogue';
+import { controlSettings } from '../src/control/control';
+import { deviceInputs, deviceLimits, parseDeadBand, zeroFeedInSettings } from '../src/editor/inputs';
+import { checkPassword } from '../src/device/rules';
 
 /** Device configurations the rows may name: a 1600-class device, and none. */
 export const DEVICES: Record<string, Record<string, unknown>> = {

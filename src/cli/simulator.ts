@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 /** `local-battery-simulator`: runs the device simulator until SIGINT or SIGTERM. */
 import fs from 'node:fs';
-import type { ModelClass } from '../catalogue';
+import type { ModelClass } from '../points/catalogue';
 import { decimalNumber } from '../numbers';
 import {
   DeviceSimulator,

@@ -4,7 +4,7 @@
  * that is wanted (tests run it inside an isolated network namespace).
  */
 import { Bonjour } from 'bonjour-service';
-import { MDNS_NAME_PREFIX, MDNS_SERVICE_TYPE } from './discovery';
+import { MDNS_NAME_PREFIX, MDNS_SERVICE_TYPE } from '../discovery/discovery';
 
 export interface MdnsResponderOptions {
   /** The HTTP port announced in the SRV record. */

@@ -3,7 +3,7 @@
  * which fetch may not set, and an exact request target for the digest `uri`.
  */
 import http from 'node:http';
-import { BadResponseError, ClientClosedError, TimeoutError, UnreachableError } from './errors';
+import { BadResponseError, ClientClosedError, TimeoutError, UnreachableError } from '../errors';
 
 export interface HttpExchange {
   host: string;

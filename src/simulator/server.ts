@@ -7,8 +7,8 @@ import http from 'node:http';
 import net from 'node:net';
 import { performance } from 'node:perf_hooks';
 import { digestResponse, parseDigestHeader, randomNonce } from './digest';
-import { checkPassword, decryptPassword } from './password-crypto';
-import { round, type DeviceModel } from './simulator-device';
+import { checkPassword, decryptPassword } from '../device/password-crypto';
+import { round, type DeviceModel } from './device';
 
 /** 'digest': HTTP + Digest as the specification describes; 'none': the maker's HTTP mode, no authentication. */
 export type SimulatorAuth = 'digest' | 'none';

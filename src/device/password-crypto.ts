@@ -4,7 +4,7 @@
  * plaintext = the new password. The tag travels as the digest realm and the IV string as the digest nonce.
  */
 import { createCipheriv, createDecipheriv, randomInt } from 'node:crypto';
-import { ValidationError } from './errors';
+import { ValidationError } from '../errors';
 import { checkPassword } from './rules';
 
 export { MAX_PASSWORD_BYTES, checkPassword } from './rules';

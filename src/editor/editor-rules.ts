@@ -1,12 +1,12 @@
 /**
  * The runtime's own rule functions for the node editors. scripts/copy-assets.js builds this module and what it imports
- * (all free of Node.js) into one browser script, dist/src/editor-rules.browser.js, which the permission-checked route
+ * (all free of Node.js) into one browser script, dist/src/editor/editor-rules.browser.js, which the permission-checked route
  * GET /localbattery/rules.js serves beside the catalogue; resources/editor-catalogue.js loads it as
  * `localBatteryCatalogue.rules`. Every check answers null when the runtime takes the value, else the runtime's message.
  */
-import { POWER_LIMIT, describeAllowed, resolveWritePoint, validateWrite, type PowerLimits } from './catalogue';
-import { checkControlSettings, type ControlSettingsInput } from './control';
-import { ValidationError } from './errors';
+import { POWER_LIMIT, describeAllowed, resolveWritePoint, validateWrite, type PowerLimits } from '../points/catalogue';
+import { checkControlSettings, type ControlSettingsInput } from '../control/control';
+import { ValidationError } from '../errors';
 import {
   NUMBER_RULES,
   deviceInputs,
@@ -17,8 +17,8 @@ import {
   zeroFeedInSettings,
   type ZeroFeedInInput,
 } from './inputs';
-import { decimalNumber } from './numbers';
-import { checkPassword } from './rules';
+import { decimalNumber } from '../numbers';
+import { checkPassword } from '../device/rules';
 
 export { decimalNumber };
 

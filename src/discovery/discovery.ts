@@ -14,7 +14,7 @@ import * as dgram from 'node:dgram';
 import * as net from 'node:net';
 import * as os from 'node:os';
 import { Bonjour, type Service } from 'bonjour-service';
-import { ValidationError } from './errors';
+import { ValidationError } from '../errors';
 
 export interface DiscoveredDevice {
   /** The device's address: the `ip` member of its answer, else the sender's address. */

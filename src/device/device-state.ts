@@ -1,11 +1,11 @@
 /**
- * One truth about each device, kept by its queue (src/scheduler.ts) for every client, session and node of the process:
+ * One truth about each device, kept by its queue (src/device/scheduler.ts) for every client, session and node of the process:
  * what the device last said or accepted at each address, its working mode, the real-time setpoint it last
  * acknowledged (from any node), the namespace and authentication that answered, and the order in which writes were
  * asked for (so that a retry can tell whether a newer command came since).
  */
 import { EventEmitter } from 'node:events';
-import { REAL_TIME, WORKING_MODE_READ_ADDRESS } from './catalogue';
+import { REAL_TIME, WORKING_MODE_READ_ADDRESS } from '../points/catalogue';
 
 /** What the device last said (a read) or accepted (a write) at an address, and when (performance.now()). */
 export interface KnownValue {

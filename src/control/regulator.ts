@@ -12,7 +12,7 @@
  * other user of its queue. The house load L is what the meter would read without the battery: g = L - b, so L = g + b.
  *
  * The law: a deadbeat step onto the estimated load, s_next = L_est - target, limited. b is not measured with a meter
- * from elsewhere, so it is estimated by a family of battery models fed with the setpoint history (src/plant-family.ts:
+ * from elsewhere, so it is estimated by a family of battery models fed with the setpoint history (src/control/plant-family.ts:
  * delays and lags on a grid from the fastest plant the regulator is built for, `fast`, to the slowest, `slow`). At
  * first every model counts; the readings then rule out those whose implied load L = g + b_model shows a bump where a
  * setpoint moved (the battery's own response taken for a load change). The battery's power as the meter shows it now
@@ -40,8 +40,8 @@
  * is ignored and moves nothing; a meter silent for the time-out leads to standby, a hand-back to self-consumption or
  * nothing (keep), as configured.
  */
-import { decimalNumber } from './numbers';
-import type { NumberRule } from './inputs';
+import { decimalNumber } from '../numbers';
+import type { NumberRule } from '../editor/inputs';
 import { PlantIdentifier, plantFamily, response, settleMs, type Step } from './plant-family';
 
 /** A plant the regulator is built for: dead time and first-order lag of the battery, delay of the meter (s). */

@@ -2,13 +2,13 @@
  * Inputs described once: every node setting and msg override is declared with where it comes from (node setting,
  * then msg override, then default) and how it is parsed, so each rule lives in one place and every bad value fails
  * with the same ValidationError (field, short preview, allowed range). The editor runs this very code: it is built for
- * the browser with the other rules (src/editor-rules.ts) and served beside the catalogue.
+ * the browser with the other rules (src/editor/editor-rules.ts) and served beside the catalogue.
  */
-import { ValidationError } from './errors';
-import { DECIMAL, decimalNumber } from './numbers';
-import { MAX_PASSWORD_BYTES, MIN_INTERVAL_FLOOR_MS, NAMESPACE_PATTERN } from './rules';
-import { CONTROL_DEFAULTS, CONTROL_LIMITS, MAX_CONTROL_SECONDS } from './control';
-import { POWER_LIMIT, catalogueJson, resolveReadAddresses, validatePowerLimit, type PowerLimits } from './catalogue';
+import { ValidationError } from '../errors';
+import { DECIMAL, decimalNumber } from '../numbers';
+import { MAX_PASSWORD_BYTES, MIN_INTERVAL_FLOOR_MS, NAMESPACE_PATTERN } from '../device/rules';
+import { CONTROL_DEFAULTS, CONTROL_LIMITS, MAX_CONTROL_SECONDS } from '../control/control';
+import { POWER_LIMIT, catalogueJson, resolveReadAddresses, validatePowerLimit, type PowerLimits } from '../points/catalogue';
 import {
   METER_SOURCES,
   ON_STOP,
@@ -19,7 +19,7 @@ import {
   type MeterSource,
   type OnStop,
   type RegulatorSettings,
-} from './regulator';
+} from '../control/regulator';
 
 /** A decimal number within bounds. */
 export interface NumberRule {

@@ -1,6 +1,6 @@
 /**
  * The device client: the four HTTP operations of the local API with one configuration's credentials, run through
- * the device's one queue (src/scheduler.ts). Flow nodes each open a session on it, so that closing a node drops
+ * the device's one queue (src/device/scheduler.ts). Flow nodes each open a session on it, so that closing a node drops
  * that node's waiting work. Knows nothing of Node-RED.
  */
 import { createHash } from 'node:crypto';
@@ -17,9 +17,9 @@ import {
   writePointByAddress,
   type PowerLimits,
   type WritePoint,
-} from './catalogue';
+} from '../points/catalogue';
 import { AUTH_MODES, answerChallenge, digestAuthorization, isHeaderSafe, type AuthMode, type DigestSeed } from './auth';
-import { randomNonce } from './digest';
+import { randomNonce } from '../simulator/digest';
 import type { DeviceState } from './device-state';
 import {
   BadResponseError,
@@ -29,7 +29,7 @@ import {
   RefusedError,
   UnauthorizedError,
   ValidationError,
-} from './errors';
+} from '../errors';
 import { checkPassword, encryptPassword } from './password-crypto';
 import { MIN_INTERVAL_FLOOR_MS, NAMESPACE_PATTERN } from './rules';
 import {

@@ -4,26 +4,18 @@
  * and authentication server (simulator-server.ts), discovery (simulator-discovery.ts) and its mDNS announcement
  * (simulator-mdns.ts).
  */
-import { type ModelClass } from './catalogue';
-import type { HouseScenario } from './simulator-house';
-import { checkPassword } from './password-crypto';
-import { DeviceModel, defaultUnsupportedAddresses, type ControlSettings } from './simulator-device';
-import { DiscoveryResponder, advertisableAddress } from './simulator-discovery';
-import { startMdnsResponder, type MdnsResponder } from './simulator-mdns';
-import { FAULTS, SimulatorHttp, type Fault, type SimulatorAuth, type SimulatorStats } from './simulator-server';
+import { type ModelClass } from '../points/catalogue';
+import type { HouseScenario } from './house';
+import { checkPassword } from '../device/password-crypto';
+import { DeviceModel, defaultUnsupportedAddresses, type ControlSettings } from './device';
+import { DiscoveryResponder, advertisableAddress } from './discovery';
+import { startMdnsResponder, type MdnsResponder } from './mdns';
+import { FAULTS, SimulatorHttp, type Fault, type SimulatorAuth, type SimulatorStats } from './server';
 import net from 'node:net';
 
-export { defaultUnsupportedAddresses, modelAddresses, type ControlSettings } from './simulator-device';
-export {
-  DEMO_HOUSE,
-  HOUSE_PRESETS,
-  House,
-  seededRandom,
-  type ApplianceCycle,
-  type HouseEvent,
-  type HouseScenario,
-} from './simulator-house';
-export { FAULTS, type Fault, type SimulatorAuth, type SimulatorStats, type Violation } from './simulator-server';
+export { defaultUnsupportedAddresses, modelAddresses, type ControlSettings } from './device';
+export { DEMO_HOUSE, HOUSE_PRESETS, House, seededRandom, type ApplianceCycle, type HouseEvent, type HouseScenario } from './house';
+export { FAULTS, type Fault, type SimulatorAuth, type SimulatorStats, type Violation } from './server';
 
 export const SIMULATOR_AUTH_MODES: readonly SimulatorAuth[] = ['digest', 'none'];
 
@@ -60,7 +52,7 @@ export interface SimulatorOptions {
   blankIdentity?: boolean;
   firmware?: string;
   advertisedIp?: string;
-  /** Announce the device over mDNS as newer firmware does (src/simulator-mdns.ts). Multicast: off by default. */
+  /** Announce the device over mDNS as newer firmware does (src/simulator/mdns.ts). Multicast: off by default. */
   mdns?: boolean;
   slowDelayMs?: number;
   /**

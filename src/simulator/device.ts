@@ -18,8 +18,8 @@ import {
   type ModelClass,
   type ReadPoint,
   type WritePoint,
-} from './catalogue';
-import { House, type HouseScenario } from './simulator-house';
+} from '../points/catalogue';
+import { House, type HouseScenario } from './house';
 
 export interface ControlSettings {
   state: number;

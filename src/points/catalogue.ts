@@ -4,9 +4,9 @@
  * the points shipped devices serve beyond the specification (marked `beyondSpec`, each with its `source`).
  * Runtime validation, the editor pickers, the simulator and the README point table all derive from this file.
  */
-import { ValidationError } from './errors';
+import { ValidationError } from '../errors';
 import { homeAssistantSensor, type HomeAssistantSensor } from './home-assistant';
-import { decimalNumber } from './numbers';
+import { decimalNumber } from '../numbers';
 
 export type ReadType = 'string' | 'num' | 'float' | 'enum';
 export type WriteType = 'enum' | 'uint' | 'int';

@@ -12,11 +12,11 @@ import {
   writePointByAddress,
   type WriteLimits,
   type WritePoint,
-} from './catalogue';
-import type { DeviceState } from './device-state';
-import type { JobOptions } from './scheduler';
-import { RefusedError, ValidationError } from './errors';
-import { decimalNumber } from './numbers';
+} from '../points/catalogue';
+import type { DeviceState } from '../device/device-state';
+import type { JobOptions } from '../device/scheduler';
+import { RefusedError, ValidationError } from '../errors';
+import { decimalNumber } from '../numbers';
 
 export type ControlStateName = 'standby' | 'charge' | 'discharge';
 

@@ -4,8 +4,8 @@
  * and a heartbeat, judged per point when each point goes out on its own).
  */
 import type { ReadResult } from './client';
-import { DeviceError } from './errors';
-import { type DeadBand } from './inputs';
+import { DeviceError } from '../errors';
+import { type DeadBand } from '../editor/inputs';
 
 export const NO_DEAD_BAND: DeadBand = { all: 0, byPoint: new Map() };
 

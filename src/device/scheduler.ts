@@ -13,7 +13,7 @@
  *   without touching anybody else's.
  */
 import { DeviceState, type KnownValue } from './device-state';
-import { ClientClosedError, QueueFullError, RefusedError, ValidationError } from './errors';
+import { ClientClosedError, QueueFullError, RefusedError, ValidationError } from '../errors';
 
 /** Least margin on top of the minimum interval: timers and the device's own clock are late by a few ms. */
 const BASE_MARGIN_MS = 10;

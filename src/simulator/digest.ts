@@ -1,6 +1,6 @@
 /**
  * HTTP Digest (RFC 7616 with MD5 and qop=auth) as the device checks it: the simulator's side. The client's
- * headers come from digest-fetch (src/auth.ts).
+ * headers come from digest-fetch (src/device/auth.ts).
  */
 import { createHash, randomBytes } from 'node:crypto';
 

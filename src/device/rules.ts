@@ -1,8 +1,8 @@
 /**
  * Rules of the client and the password change that need nothing of Node.js, so that the editor's browser build
- * (src/editor-rules.ts) runs them as they are; src/client.ts and src/password-crypto.ts export them as before.
+ * (src/editor/editor-rules.ts) runs them as they are; src/device/client.ts and src/device/password-crypto.ts export them as before.
  */
-import { ValidationError } from './errors';
+import { ValidationError } from '../errors';
 
 export const NAMESPACE_PATTERN = /^[A-Za-z][A-Za-z0-9_]*$/;
 
