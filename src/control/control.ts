@@ -240,14 +240,14 @@ export interface ControlSettingsInput {
   modeCheck?: unknown;
 }
 
-type ControlSettingName = 'power' | 'chargeSoc' | 'dischargeSoc' | 'repeat' | 'modeCheck';
+export type ControlSettingName = 'power' | 'chargeSoc' | 'dischargeSoc' | 'repeat' | 'modeCheck';
 
 /**
  * Each number setting of a control node: a decimal number in its range, or empty for the default. Power and SOC are
  * whole numbers, as the control write takes them. The default power is bounded by the larger of the two limits; a
  * message's state decides which limit its power meets.
  */
-function controlNumbers(limits?: WriteLimits) {
+export function controlNumbers(limits?: WriteLimits) {
   const { power, soc } = CONTROL_LIMITS;
   const whole = { integer: true };
   return {

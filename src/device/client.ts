@@ -31,7 +31,7 @@ import {
   ValidationError,
 } from '../errors';
 import { checkPassword, encryptPassword } from './password-crypto';
-import { MIN_INTERVAL_FLOOR_MS, NAMESPACE_PATTERN } from './rules';
+import { MIN_INTERVAL_FLOOR_MS, NAMESPACES, NUMBER_DEFAULTS, checkHost, checkNamespace } from './rules';
 import {
   deviceQueue,
   normaliseHost,
@@ -45,20 +45,15 @@ import {
 import { exchange, type HttpAnswer } from './transport';
 
 export const DEFAULTS = {
-  port: 8080,
+  ...NUMBER_DEFAULTS,
   username: 'opend',
   auth: 'digest' as AuthMode,
   /** Empty: detect, trying NAMESPACES in order. */
   namespace: '',
-  minIntervalMs: 1000,
-  timeoutMs: 10000,
   maxQueue: 1000,
 } as const;
 
-/** Data-operation namespaces tried in order when none is configured: the specification's, then the maker's. */
-export const NAMESPACES = ['Vendor', 'Indevolt'] as const;
-
-export { NAMESPACE_PATTERN, MIN_INTERVAL_FLOOR_MS } from './rules';
+export { NAMESPACE_PATTERN, MIN_INTERVAL_FLOOR_MS, NAMESPACES } from './rules';
 
 export interface ClientOptions {
   host: string;
@@ -175,9 +170,8 @@ export class DeviceClient extends EventEmitter implements QueueMember, DeviceOpe
 
   constructor(options: ClientOptions) {
     super();
-    if (!options.host || typeof options.host !== 'string') throw new ValidationError('host', options.host, 'an IP address or host name');
     // An IPv6 address may come as in a URL ([::1]); node:http wants it bare.
-    this.host = normaliseHost(options.host);
+    this.host = normaliseHost(checkHost(options.host));
     this.port = options.port ?? DEFAULTS.port;
     if (!Number.isInteger(this.port) || this.port < 1 || this.port > 65535) {
       throw new ValidationError('port', options.port, 'an integer from 1 to 65535');
@@ -188,14 +182,7 @@ export class DeviceClient extends EventEmitter implements QueueMember, DeviceOpe
     this.password = options.password ?? '';
     this.auth = options.auth ?? DEFAULTS.auth;
     if (!AUTH_MODES.includes(this.auth)) throw new ValidationError('authentication', options.auth, `one of ${AUTH_MODES.join(', ')}`);
-    this.configuredNamespace = options.namespace?.trim() || undefined;
-    if (this.configuredNamespace !== undefined && !NAMESPACE_PATTERN.test(this.configuredNamespace)) {
-      throw new ValidationError(
-        'namespace',
-        this.configuredNamespace,
-        `empty (detect ${NAMESPACES.join(' or ')}) or a name of letters, digits and underscores`,
-      );
-    }
+    this.configuredNamespace = checkNamespace(options.namespace);
     this.minIntervalMs = options.minIntervalMs ?? DEFAULTS.minIntervalMs;
     if (!Number.isFinite(this.minIntervalMs) || this.minIntervalMs < MIN_INTERVAL_FLOOR_MS) {
       throw new ValidationError('minimum interval', options.minIntervalMs, `at least ${MIN_INTERVAL_FLOOR_MS} ms`);
