@@ -88,6 +88,9 @@ export = function (RED: NodeAPI) {
     }
   }
 
+  /** The running device configurations by the device they reach (`address:port`). */
+  const configsAt = new Map<string, Set<Node>>();
+
   function DeviceNode(this: Node<DeviceCredentials> & Record<string, unknown>, def: DeviceDef) {
     RED.nodes.createNode(this, def);
     const node = this;
@@ -95,6 +98,16 @@ export = function (RED: NodeAPI) {
     const users = new Map<Node, ClientSession>();
     let client: DeviceClient | undefined;
     node.configError = undefined;
+    /** The device's address, once known: a second configuration that reaches it is told about this one (once). */
+    let device: string | undefined;
+    const meet = (address: string) => {
+      device = address;
+      const others = configsAt.get(address) ?? new Set<Node>();
+      configsAt.set(address, others);
+      const other = [...others][0];
+      if (other) node.warn(RED._('localbattery-device.log.sameDevice', { device: address, other: other.name || other.id }));
+      others.add(node);
+    };
 
     try {
       client = new DeviceClient(optionsFrom(def, textOf(withEnv(node.credentials?.password, node))));
@@ -103,6 +116,8 @@ export = function (RED: NodeAPI) {
         for (const user of users.keys()) user.status(status);
       });
       client.on('namespace', (namespace: string) => node.log(RED._('localbattery-device.log.namespace', { namespace })));
+      if (client.deviceAddress !== undefined) meet(client.deviceAddress);
+      else client.once('device', meet);
       node.client = client;
     } catch (error) {
       node.configError = (error as Error).message;
@@ -144,6 +159,7 @@ export = function (RED: NodeAPI) {
     // What still waits is rejected, after the users' farewells; no timer is left. Node-RED calls every close handler
     // of a stop in one go, in an order that depends on the flows: on the next turn every user's farewell is known.
     node.on('close', (done: () => void) => {
+      if (device !== undefined) configsAt.get(device)?.delete(node);
       setImmediate(() => {
         for (const session of users.values()) session.close();
         users.clear();

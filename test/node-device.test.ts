@@ -361,6 +361,41 @@ describe('localbattery-device config node', function () {
       should(client.requestCount).equal(3);
     });
 
+    it('gives one device one queue however its host is written, and warns each further configuration once', async function () {
+      simulator = await startSimulator(IDENTITY);
+      const spellings = ['localhost', '127.0.0.1', '::ffff:127.0.0.1', 'LOCALHOST.'];
+      const configs = spellings.map((host, i) => deviceConfig(simulator, `device${i + 1}`, { host, name: `sim${i + 1}` }));
+      const infos = configs.flatMap((_, i) => info(`info${i + 1}`, `device${i + 1}`));
+      await helper.load(nodes, [...configs.map((c) => c.node), ...infos], Object.assign({}, ...configs.map((c) => c.credentials)));
+      const ask = async () => {
+        const outputs = configs.map((_, i) => nextInput(helper.getNode(`info${i + 1}-out`)));
+        for (let i = 0; i < configs.length; i++) helper.getNode(`info${i + 1}`).receive({});
+        for (const msg of await Promise.all(outputs)) should(msg.payload.sn).equal(IDENTITY.serialNumber);
+      };
+      await ask();
+      await ask();
+      // Eight requests, never two at once and never closer than the interval.
+      should(simulator.stats.byOperation['Sys.GetConfig']).equal(8);
+      should(simulator.stats.violations).eql([]);
+      should(simulator.stats.minGapMs).be.aboveOrEqual(1000);
+      const clients: DeviceClient[] = configs.map((_, i) => helper.getNode(`device${i + 1}`).client);
+      for (const client of clients) should(client.deviceAddress).equal(`127.0.0.1:${simulator.port}`);
+      should(new Set(clients.map((client) => client.deviceState)).size).equal(1);
+      // The first configuration to reach the device is named to each later one, once.
+      const warnings = configs.map((_, i) => {
+        const node = helper.getNode(`device${i + 1}`) as unknown as { warn: { getCalls(): { thisValue: unknown; args: unknown[] }[] } };
+        return node.warn
+          .getCalls()
+          .filter((call) => call.thisValue === node)
+          .map((call) => String(call.args[0]));
+      });
+      should(warnings.filter((list) => list.length === 0)).have.length(1);
+      for (const list of warnings.filter((l) => l.length > 0)) {
+        should(list).have.length(1);
+        should(list[0]).match(new RegExp(`same device \\(127\\.0\\.0\\.1:${simulator.port}\\)`));
+      }
+    });
+
     it('a node that closes (partial deploy) takes its waiting work along, and only its own', async function () {
       simulator = await startSimulator(IDENTITY);
       const device = deviceConfig(simulator, 'device1');

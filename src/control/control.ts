@@ -365,15 +365,16 @@ export class RealTimeController {
   private setpointKnownAfter = -Infinity;
   /** The number of this controller's latest mode write (shared by the setpoints that wait for it). */
   private ownModeWrite = 0;
-  private readonly state: DeviceState;
+  /** Asked each time: a client of a host name knows its device (and the device's state) once the name is resolved. */
+  private get state(): DeviceState {
+    return this.target.deviceState;
+  }
 
   constructor(
     private readonly target: ControlTarget,
     private readonly settings: ControllerSettings,
     private readonly onSwitching: () => void = () => undefined,
-  ) {
-    this.state = target.deviceState;
-  }
+  ) {}
 
   /**
    * Reads the working mode (7101) through the queue, whatever an earlier deployment saw; setpoints wait for it.
