@@ -13,8 +13,8 @@ import { DEFAULTS, DeviceClient, type ClientOptions, type ClientSession, type Co
 import { discoverDevices, parseMethod } from '../src/discovery/discovery';
 import { ValidationError } from '../src/errors';
 import { decimalNumber } from '../src/numbers';
-import { deviceInputs, deviceLimits, editorCatalogueJson } from '../src/editor/inputs';
-import { normaliseHost } from '../src/device/scheduler';
+import { deviceInputs, deviceLimits, editorCatalogueJson, envVarName } from '../src/editor/inputs';
+import { answerError, editorRequest, shownReport, type EditorRequest, type SavedDevice } from '../src/editor/editor-request';
 import { describeError } from './shared';
 
 interface DeviceDef extends NodeDef {
@@ -35,52 +35,24 @@ interface DeviceCredentials {
   password?: string;
 }
 
-/** The editor shows this in place of a stored password it does not know. */
-const STORED_PASSWORD = '__PWRD__';
-
-/** The fields of an editor request in which `${NAME}` is put in: those whose editor takes it (the rest go as typed). */
-const ENV_FIELDS = ['host', 'port', 'namespace', 'minInterval', 'timeout', 'chargeLimit', 'dischargeLimit', 'powerLimit'];
-
 function optionsFrom(settings: Partial<Record<keyof DeviceDef, unknown>>, password: string | undefined): ClientOptions {
   // The same description the editor runs (src/editor/inputs.ts, built for the browser).
   const { values, error } = deviceInputs.deploy(settings);
   if (error) throw error;
   const text = (value: unknown, fallback: string) => (typeof value === 'string' && value !== '' ? value : fallback);
   return {
-    host: text(settings.host, '').trim(),
+    host: values.host ?? '',
     port: values.port,
     username: text(settings.username, DEFAULTS.username),
     password: password ?? '',
     auth: (settings.auth || DEFAULTS.auth) as AuthMode,
-    // Empty: detected.
-    namespace: typeof settings.namespace === 'string' ? settings.namespace : DEFAULTS.namespace,
+    // None: detected.
+    namespace: values.namespace,
     minIntervalMs: values.minIntervalMs,
     timeoutMs: values.timeoutMs,
     ...deviceLimits(values),
   };
 }
-
-/**
- * `error` with every value put in for an environment variable replaced by its `${NAME}` in the message: an editor
- * request must not read environment values back through an error text (previews are cut short, hosts lower-cased).
- */
-function scrubbed(error: unknown, substituted: readonly { name: string; value: string }[]): unknown {
-  const original = (error as { message?: unknown } | null)?.message;
-  if (typeof original !== 'string' || substituted.length === 0) return error;
-  let message = original;
-  const forms = substituted.flatMap(({ name, value }) =>
-    [value, value.toLowerCase(), JSON.stringify(value).slice(1, -1), value.slice(0, 60)]
-      .filter((form) => form.length > 0)
-      .map((form) => ({ form, name })),
-  );
-  // Longest first, so that a value inside another is not replaced before the other.
-  for (const { form, name } of forms.sort((a, b) => b.form.length - a.form.length)) message = message.split(form).join(`\${${name}}`);
-  const { code, status } = error as { code?: string; status?: number };
-  return { message, code, status };
-}
-
-/** `${NAME}` as a whole value: Node-RED's form of an environment variable in node properties. */
-const ENV_VAR = /^\$\{(\S+)\}$/;
 
 export = function (RED: NodeAPI) {
   const util = RED.util as unknown as { getSetting(node: Node | null, name: string): unknown };
@@ -91,7 +63,7 @@ export = function (RED: NodeAPI) {
    * the editor sends); an undefined variable leaves the text, which then fails validation naming the field.
    */
   function withEnv(value: unknown, node: Node | null): unknown {
-    const name = typeof value === 'string' ? ENV_VAR.exec(value)?.[1] : undefined;
+    const name = envVarName(value);
     if (name === undefined) return value;
     const resolved = util.getSetting(node, name);
     return resolved === undefined ? value : resolved;
@@ -116,6 +88,9 @@ export = function (RED: NodeAPI) {
     }
   }
 
+  /** The running device configurations by the device they reach (`address:port`). */
+  const configsAt = new Map<string, Set<Node>>();
+
   function DeviceNode(this: Node<DeviceCredentials> & Record<string, unknown>, def: DeviceDef) {
     RED.nodes.createNode(this, def);
     const node = this;
@@ -123,6 +98,16 @@ export = function (RED: NodeAPI) {
     const users = new Map<Node, ClientSession>();
     let client: DeviceClient | undefined;
     node.configError = undefined;
+    /** The device's address, once known: a second configuration that reaches it is told about this one (once). */
+    let device: string | undefined;
+    const meet = (address: string) => {
+      device = address;
+      const others = configsAt.get(address) ?? new Set<Node>();
+      configsAt.set(address, others);
+      const other = [...others][0];
+      if (other) node.warn(RED._('localbattery-device.log.sameDevice', { device: address, other: other.name || other.id }));
+      others.add(node);
+    };
 
     try {
       client = new DeviceClient(optionsFrom(def, textOf(withEnv(node.credentials?.password, node))));
@@ -131,6 +116,8 @@ export = function (RED: NodeAPI) {
         for (const user of users.keys()) user.status(status);
       });
       client.on('namespace', (namespace: string) => node.log(RED._('localbattery-device.log.namespace', { namespace })));
+      if (client.deviceAddress !== undefined) meet(client.deviceAddress);
+      else client.once('device', meet);
       node.client = client;
     } catch (error) {
       node.configError = (error as Error).message;
@@ -172,6 +159,7 @@ export = function (RED: NodeAPI) {
     // What still waits is rejected, after the users' farewells; no timer is left. Node-RED calls every close handler
     // of a stop in one go, in an order that depends on the flows: on the next turn every user's farewell is known.
     node.on('close', (done: () => void) => {
+      if (device !== undefined) configsAt.get(device)?.delete(node);
       setImmediate(() => {
         for (const session of users.values()) session.close();
         users.clear();
@@ -225,61 +213,33 @@ export = function (RED: NodeAPI) {
     return body && typeof body === 'object' ? (body as Record<string, unknown>) : {};
   }
 
-  /**
-   * A client for settings from the editor, and a scrubber for its error texts. `${NAME}` is put in only in ENV_FIELDS;
-   * the stored password of node `id` (for the placeholder or an empty field), and `${NAME}` in the password field, only
-   * towards that configuration's own host and port: a request that names another host gets no stored secret.
-   */
-  function editorClient(
-    body: Record<string, unknown>,
-    passwordField: string,
-  ): { client?: DeviceClient; scrub: (error: unknown) => unknown } {
-    const deployed = typeof body.id === 'string' ? RED.nodes.getNode(body.id) : null;
-    // Only a device configuration's own password: any other node's secret must not go to a host the request names.
-    const own = deployed?.type === 'localbattery-device' ? (deployed as Node & { client?: DeviceClient }) : null;
-    const substituted: { name: string; value: string }[] = [];
-    const expand = (value: unknown): unknown => {
-      const name = typeof value === 'string' ? ENV_VAR.exec(value)?.[1] : undefined;
-      if (name === undefined) return value;
-      const resolved = util.getSetting(own, name);
-      if (resolved === undefined) return value;
-      substituted.push({ name, value: typeof resolved === 'string' ? resolved : JSON.stringify(resolved) });
-      return resolved;
-    };
-    const scrub = (error: unknown) => scrubbed(error, substituted);
-    try {
-      const settings = { ...body };
-      for (const field of ENV_FIELDS) settings[field] = expand(body[field]);
-      const options = optionsFrom(settings, '');
-      const stored = own?.client;
-      const sameTarget =
-        stored !== undefined && normaliseHost(options.host) === stored.host && (options.port ?? DEFAULTS.port) === stored.port;
-      const typed = body[passwordField];
-      let password = typeof typed === 'string' ? typed : '';
-      if (!sameTarget) {
-        // The placeholder stands for a secret this request may not have; `${NAME}` stays as typed.
-        if (password === STORED_PASSWORD) password = '';
-      } else {
-        if (password === STORED_PASSWORD || password === '') {
-          password = (RED.nodes.getCredentials(own!.id) as DeviceCredentials | undefined)?.password ?? '';
-        }
-        password = textOf(expand(password)) ?? '';
-      }
-      return { client: new DeviceClient({ ...options, password }), scrub };
-    } catch (error) {
-      throw scrub(error);
-    }
+  /** The deployed device configuration `id` as saved (before Node-RED put in `${NAME}`), with its stored password. */
+  function savedDevice(id: unknown): SavedDevice | undefined {
+    if (typeof id !== 'string') return undefined;
+    let settings: Record<string, unknown> | undefined;
+    RED.nodes.eachNode((config) => {
+      if (config.id === id && config.type === 'localbattery-device') settings = config as unknown as Record<string, unknown>;
+    });
+    if (!settings) return undefined;
+    return { settings, password: (RED.nodes.getCredentials(id) as DeviceCredentials | undefined)?.password };
+  }
+
+  /** The settings of an editor request (src/editor/editor-request.ts), with the variables of the deployed configuration it names. */
+  function editorRequestOf(body: Record<string, unknown>, passwordField: string): EditorRequest {
+    const saved = savedDevice(body.id);
+    const own = saved ? RED.nodes.getNode(body.id as string) : null;
+    return editorRequest(body, passwordField, saved, (name) => util.getSetting(own, name));
   }
 
   // The editor's clients join the device's queue like any other, so they never overlap a running flow's requests.
   RED.httpAdmin.post('/localbattery/test', write, async (req: Request, res: Response) => {
     let client: DeviceClient | undefined;
-    let scrub = (error: unknown) => error;
+    const request = editorRequestOf(bodyOf(req), 'password');
     try {
-      ({ client, scrub } = editorClient(bodyOf(req), 'password'));
-      res.json(await client!.testConnection());
+      client = new DeviceClient({ ...optionsFrom(request.settings, ''), password: request.password });
+      res.json(shownReport(await client.testConnection(), request.substituted));
     } catch (error) {
-      res.status(400).json({ error: describeError(scrub(error)) });
+      res.status(400).json({ error: answerError(error, request.substituted) });
     } finally {
       client?.close();
     }
@@ -287,15 +247,15 @@ export = function (RED: NodeAPI) {
 
   RED.httpAdmin.post('/localbattery/set-password', write, async (req: Request, res: Response) => {
     let client: DeviceClient | undefined;
-    let scrub = (error: unknown) => error;
+    const body = bodyOf(req);
+    const request = editorRequestOf(body, 'currentPassword');
     try {
-      const body = bodyOf(req);
-      ({ client, scrub } = editorClient(body, 'currentPassword'));
+      client = new DeviceClient({ ...optionsFrom(request.settings, ''), password: request.password });
       // Anything but text (an object would become "[object Object]") is left for the password check to refuse.
-      await client!.changePassword(typeof body.newPassword === 'string' ? body.newPassword : '');
+      await client.changePassword(typeof body.newPassword === 'string' ? body.newPassword : '');
       res.json({ result: true });
     } catch (error) {
-      res.status(400).json({ error: describeError(scrub(error)) });
+      res.status(400).json({ error: answerError(error, request.substituted) });
     } finally {
       client?.close();
     }

@@ -13,7 +13,7 @@ import {
   type DiscoveryMethod,
   type DiscoveryOptions,
 } from '../src/discovery/discovery';
-import { NUMBER_RULES, describeInputs, numberIn, oneOf, text, type InputValues } from '../src/editor/inputs';
+import { NUMBER_RULES, describeInputs, discoveryTarget, numberIn, oneOf, type InputValues } from '../src/editor/inputs';
 import { errorStatus, keepErrorCodes } from './shared';
 
 interface DiscoverDef extends NodeDef {
@@ -24,13 +24,11 @@ interface DiscoverDef extends NodeDef {
   method?: string;
 }
 
-/** '' (or nothing) means broadcast. */
-const target = text('an IP address or host name, or empty for broadcast');
 const isBlank = (value: unknown) => value === undefined || value === '';
 
 /** Settings, and what a message may override; msg.target "" asks for a broadcast. */
 const discoverInputs = describeInputs({
-  target: { setting: 'target', msg: 'target', fallback: '', absent: (value) => value === undefined, parse: target },
+  target: { setting: 'target', msg: 'target', fallback: '', absent: (value) => value === undefined, parse: discoveryTarget },
   listenTime: {
     setting: 'listenTime',
     label: 'listen time',

@@ -25,20 +25,6 @@
             var device = deviceId ? RED.nodes.node(deviceId) : null;
             return shared.rules ? shared.rules.limitsOf(device) : null;
         },
-        /** Upper bound of write point `p` for device configuration `deviceId`: its limit for power points. */
-        upperBound: function (p, deviceId) {
-            var limits = shared.limits(deviceId);
-            if (!p.powerLimited || !limits) {
-                return p.max;
-            }
-            if (p.powerLimited === 'charge') {
-                return limits.chargeLimit;
-            }
-            if (p.powerLimited === 'discharge') {
-                return limits.dischargeLimit;
-            }
-            return Math.max(limits.chargeLimit, limits.dischargeLimit);
-        },
         /** The runtime's words for what `p` accepts, with the device's limits. */
         allowedText: function (p, deviceId) {
             return shared.rules ? shared.rules.allowedText(p.name, shared.limits(deviceId)) : p.allowed;

@@ -353,6 +353,28 @@ describe('DeviceClient against the simulator', function () {
       deviceQueue('[::1]', 8080).should.equal(deviceQueue(' ::1', 8080));
       deviceQueue('Battery.LOCAL', 8080).should.equal(deviceQueue('battery.local', 8080));
       deviceQueue('battery.local', 8080).should.not.equal(deviceQueue('battery.local', 8081));
+      deviceQueue('battery.local.', 8080).should.equal(deviceQueue('battery.local', 8080));
+      deviceQueue('::ffff:192.0.2.7', 8080).should.equal(deviceQueue('192.0.2.7', 8080));
+      deviceQueue('[::FFFF:c000:207]', 8080).should.equal(deviceQueue('192.0.2.7', 8080));
+      deviceQueue('0:0:0:0:0:0:0:1', 8080).should.equal(deviceQueue('::1', 8080));
+    });
+
+    it('joins the queue of the address a host name resolves to, at its first request', async () => {
+      const byName = clientFor(simulator, { host: 'localhost' });
+      const byAddress = clientFor(simulator, { host: '::ffff:127.0.0.1' });
+      try {
+        should(byAddress.deviceAddress).equal(`127.0.0.1:${simulator.port}`);
+        should(byName.deviceAddress).be.undefined();
+        const joined = new Promise((resolve) => byName.once('device', resolve));
+        await Promise.all([byName.getDeviceInfo(), byAddress.getDeviceInfo()]);
+        should(await joined).equal(`127.0.0.1:${simulator.port}`);
+        byName.deviceState.should.equal(byAddress.deviceState);
+        byName.requestCount.should.equal(2);
+      } finally {
+        byName.close();
+        byAddress.close();
+      }
+      simulator.stats.violations.should.be.empty();
     });
 
     it('never lets a client read with credentials of another one', async () => {

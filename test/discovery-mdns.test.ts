@@ -26,19 +26,31 @@ const SETUP = [
 interface NetnsResult {
   lan: string;
   devices: FoundDevice[];
+  /** How many devices each scan found. */
+  found: number[];
   warnings: string[];
   udpQueries: number;
   udpHandlesLeft: number;
 }
 
-function scanInNamespace(this: Mocha.Context, method: string, announce: 'mdns' | 'off'): NetnsResult {
+/** `repeat` scans one after the other; `library` 'renamed': bonjour-service with its private socket field renamed. */
+function scanInNamespace(
+  this: Mocha.Context,
+  method: string,
+  announce: 'mdns' | 'off',
+  repeat = 1,
+  library: 'as-is' | 'renamed' = 'as-is',
+): NetnsResult {
   try {
     execFileSync('unshare', ['-n', 'true'], { stdio: 'ignore' });
   } catch {
     this.skip(); // `unshare -n` is not permitted here: cannot keep multicast off the host network.
   }
   const script = path.join(__dirname, 'fixtures', 'discover-mdns-in-netns.js');
-  const child = spawnSync('unshare', ['-n', 'sh', '-c', SETUP, script, method, announce, '1500'], { encoding: 'utf8', timeout: 20000 });
+  const child = spawnSync('unshare', ['-n', 'sh', '-c', SETUP, script, method, announce, '1500', String(repeat), library], {
+    encoding: 'utf8',
+    timeout: 20000,
+  });
   should(child.error).be.undefined();
   should(child.status).equal(0, `child failed: ${child.stderr}\n${child.stdout}`);
   return JSON.parse(child.stdout.trim()) as NetnsResult;
@@ -142,6 +154,19 @@ describe('discovery over mDNS and UDP', function () {
       should(udp.devices.map((d) => [d.ip, d.sources, d.port])).eql([[udp.lan, ['udp'], undefined]]);
       const silent = scanInNamespace.call(this, 'mdns', 'off');
       should(silent.devices).eql([]);
+    });
+
+    it('repeated scans each find the device and leave no socket open', function () {
+      const result = scanInNamespace.call(this, 'mdns', 'mdns', 4);
+      should(result.found).eql([1, 1, 1, 1]);
+      should(result.udpHandlesLeft).equal(0, 'the scans left a UDP socket open');
+    });
+
+    it('a bonjour-service whose private socket field is renamed: the scan resolves with a warning and closes its socket', function () {
+      const result = scanInNamespace.call(this, 'mdns', 'mdns', 3, 'renamed');
+      should(result.found).eql([0, 0, 0]);
+      should(result.warnings.filter((w) => /not available/.test(w))).have.length(3);
+      should(result.udpHandlesLeft).equal(0, 'the scans left the port-5353 socket open');
     });
   });
 });

@@ -16,7 +16,7 @@ import should from 'should';
 import type { Browser, Page } from 'playwright-core';
 import { DeviceSimulator } from '../src/simulator';
 import { MODEL_CLASSES, READ_POINTS, WRITE_POINTS, describeAllowed, pointByName, type WritePoint } from '../src/points/catalogue';
-import { NUMBER_RULES, allowedText } from '../src/editor/inputs';
+import { NUMBER_RULES, allowedText, settingRulesJson } from '../src/editor/inputs';
 import { ZERO_FEED_IN_RULES } from '../src/control/regulator';
 import { text } from './node-support';
 import { DEVICES, VERDICTS, describeRow, runtimeVerdict } from './verdicts';
@@ -569,8 +569,12 @@ describe('editor in a real browser (chromium)', function () {
       await popover.waitFor({ state: 'hidden' });
     };
     // The bounds and the decimal-number rule are the runtime's, served by the catalogue route.
-    const portMessage = text('localbattery-device.validation.port', NUMBER_RULES.port);
-    const intervalMessage = text('localbattery-device.validation.minInterval', NUMBER_RULES.minInterval);
+    const { deviceDefaults } = settingRulesJson();
+    const portMessage = text('localbattery-device.validation.port', { ...NUMBER_RULES.port, default: deviceDefaults.port });
+    const intervalMessage = text('localbattery-device.validation.minInterval', {
+      ...NUMBER_RULES.minInterval,
+      default: deviceDefaults.minInterval,
+    });
     portMessage.should.not.match(/localbattery-device\./);
 
     // 0x50 is 80 to Number(), but not to the runtime.

@@ -2,6 +2,8 @@
  * The config node: one shared client per device, connection status pushed to every user, the editor's admin
  * routes (and their permissions), and redeploys while requests are in flight.
  */
+import dns = require('node:dns');
+import net = require('node:net');
 import should from 'should';
 import deviceNode = require('../nodes/localbattery-device');
 import infoNode = require('../nodes/localbattery-info');
@@ -159,7 +161,7 @@ describe('localbattery-device config node', function () {
       should(other!.password).equal(PASSWORD);
     });
 
-    it('puts in ${VAR} only where the field takes it; a password variable only towards the stored host and port', async function () {
+    it('puts in ${VAR} only where the field takes it and the configuration holds it, towards its own host and port', async function () {
       const device = await twoDevices();
       Object.assign(process.env, { LB_TEST_USER: 'opend', LB_TEST_PASSWORD: PASSWORD });
       const { host, port, namespace } = device.node;
@@ -177,6 +179,16 @@ describe('localbattery-device config node', function () {
         .send({ host, port: other!.port, namespace, password: '${LB_TEST_PASSWORD}' })
         .expect(400);
       should(elsewhere.body.error.code).equal('UNAUTHORIZED');
+      // A variable the configuration does not hold stays as typed, also towards its own host.
+      const foreign = await helper
+        .request()
+        .post('/localbattery/test')
+        .send({ id: 'device1', host, port, namespace, password: '${LB_TEST_PASSWORD}' })
+        .expect(400);
+      should(foreign.body.error.code).equal('UNAUTHORIZED');
+      // Deployed with it, the configuration's own variable is put in.
+      await helper.unload();
+      await helper.load(nodes, [device.node], { device1: { password: '${LB_TEST_PASSWORD}' } });
       await helper
         .request()
         .post('/localbattery/test')
@@ -202,6 +214,131 @@ describe('localbattery-device config node', function () {
     });
   });
 
+  describe('admin routes never echo environment values', function () {
+    const NAMES = ['LB_TEST_VALUE', 'LB_TEST_HOST', 'LB_TEST_PORT', 'LB_TEST_NS'];
+    afterEach(function () {
+      for (const name of NAMES) delete process.env[name];
+    });
+
+    /** Values that the scrubbing of error texts missed: quotes, backslashes, line breaks, trimmed and long ones. */
+    const AWKWARD = ['a"quoted"9', 'back\\slash\\9', 'two\nlines9', '   spaced secret9', `"long" and ${'y'.repeat(70)}`];
+
+    /** Each form in which `value` could show in `text`: whole, trimmed, lower-cased, JSON-escaped, or a piece of it. */
+    function shows(text: string, value: string): string | undefined {
+      const trimmed = value.trim();
+      const forms = [value, trimmed, trimmed.toLowerCase(), JSON.stringify(value).slice(1, -1), trimmed.slice(0, 12), trimmed.slice(-12)];
+      return forms.find((form) => text.includes(form) || text.toLowerCase().includes(form.toLowerCase()));
+    }
+
+    /** Posts `body` to `route` and returns the raw answer, checked to show none of `values`. */
+    async function answerShowsNone(route: string, body: Record<string, unknown>, values: string[], status: number) {
+      const res = await helper.request().post(route).send(body).expect(status);
+      for (const value of values)
+        should(shows(res.text, value) === undefined).be.true(`${route} showed ${JSON.stringify(value)}: ${res.text}`);
+      return res;
+    }
+
+    it('answers a failed field put in from ${NAME} with a fixed text naming it, whatever the value holds', async function () {
+      simulator = await startSimulator(IDENTITY);
+      for (const field of ['host', 'port', 'namespace', 'timeout', 'minInterval', 'chargeLimit']) {
+        for (const value of AWKWARD) {
+          process.env.LB_TEST_VALUE = value;
+          const device = deviceConfig(simulator, 'device1', { [field]: '${LB_TEST_VALUE}' });
+          await helper.load(nodes, [device.node], device.credentials);
+          const body = { ...device.node, password: '__PWRD__' };
+          const res = await answerShowsNone('/localbattery/test', body, [value], 400);
+          should(res.body.error).have.properties({ code: 'INVALID_VALUE' });
+          should(res.body.error.message).containEql('${LB_TEST_VALUE}');
+          const changed = await answerShowsNone(
+            '/localbattery/set-password',
+            { ...device.node, currentPassword: '__PWRD__', newPassword: 'next-one-1' },
+            [value],
+            400,
+          );
+          should(changed.body.error.message).containEql('${LB_TEST_VALUE}');
+          await helper.unload();
+        }
+      }
+      should(simulator.password).equal(PASSWORD);
+    });
+
+    it('shows no host, port or namespace put in, in an error or in the report', async function () {
+      simulator = await startSimulator(IDENTITY);
+      const closed = await startSimulator();
+      const closedPort = closed.port;
+      await closed.stop();
+      Object.assign(process.env, { LB_TEST_HOST: 'localhost', LB_TEST_PORT: String(closedPort), LB_TEST_NS: 'Quiet_Namespace' });
+      const values = ['localhost', String(closedPort), 'Quiet_Namespace'];
+      // Unreachable: the address is not shown.
+      let device = deviceConfig(simulator, 'device1', { host: '${LB_TEST_HOST}', port: '${LB_TEST_PORT}' });
+      await helper.load(nodes, [device.node], device.credentials);
+      const unreachable = await answerShowsNone('/localbattery/test', { ...device.node, password: '__PWRD__' }, values, 400);
+      should(unreachable.body.error).have.properties({ code: 'UNREACHABLE' });
+      should(unreachable.body.error.message).containEql('${LB_TEST_HOST}');
+      await helper.unload();
+      // A namespace the device does not know: the operation's name is not shown.
+      device = deviceConfig(simulator, 'device1', { namespace: '${LB_TEST_NS}' });
+      await helper.load(nodes, [device.node], device.credentials);
+      const refused = await answerShowsNone('/localbattery/test', { ...device.node, password: '__PWRD__' }, values, 400);
+      should(refused.body.error.code).equal('HTTP_STATUS');
+      await helper.unload();
+      // A namespace that works: the report names the variable.
+      process.env.LB_TEST_NS = 'Vendor';
+      await helper.load(nodes, [device.node], device.credentials);
+      const report = await helper
+        .request()
+        .post('/localbattery/test')
+        .send({ ...device.node, password: '__PWRD__' })
+        .expect(200);
+      should(report.body).have.properties({ namespace: '${LB_TEST_NS}', detected: false });
+      should(report.body.device.sn).equal(IDENTITY.serialNumber);
+    });
+
+    it('puts in no ${NAME} of an undeployed or other configuration: no name lookup, no connection', async function () {
+      simulator = await startSimulator(IDENTITY);
+      process.env.LB_TEST_HOST = 'battery-from-the-environment.invalid';
+      process.env.LB_TEST_PORT = String(simulator.port);
+      const device = deviceConfig(simulator, 'device1', { port: '${LB_TEST_PORT}' });
+      await helper.load(nodes, [device.node], device.credentials);
+      const lookups: string[] = [];
+      const connections: string[] = [];
+      const { lookup } = dns;
+      // eslint-disable-next-line @typescript-eslint/unbound-method -- called below with the socket as `this`
+      const { connect } = net.Socket.prototype;
+      // Names looked up (the test's own requests go to an address, which some clients pass through lookup too).
+      (dns as { lookup: unknown }).lookup = (host: string, ...rest: unknown[]) => {
+        if (net.isIP(host) === 0) lookups.push(host);
+        return (lookup as (...args: unknown[]) => unknown)(host, ...rest);
+      };
+      // Connections to the device's port (the test's own requests to the admin routes go elsewhere).
+      net.Socket.prototype.connect = function (this: net.Socket, ...args: unknown[]) {
+        const target = JSON.stringify(args[0]);
+        if (target.includes(`"port":${simulator.port}`)) connections.push(target);
+        return connect.apply(this, args as never);
+      };
+      try {
+        const requests = [
+          // Not deployed: nothing is put in (Node-RED would take the process environment).
+          { host: '${LB_TEST_HOST}', port: simulator.port, password: 'x' },
+          { host: '${HOME}', port: simulator.port, password: 'x' },
+          // Deployed, but its host is not a variable, and its port variable goes only with its own host.
+          { id: 'device1', host: '${LB_TEST_HOST}', port: '${LB_TEST_PORT}', password: '__PWRD__' },
+          { id: 'device1', host: '127.0.0.2', port: '${LB_TEST_PORT}', password: '__PWRD__' },
+        ];
+        for (const body of requests) {
+          const res = await answerShowsNone('/localbattery/test', body, [process.env.LB_TEST_HOST, process.env.HOME ?? 'no-home'], 400);
+          should(res.body.error.code).equal('INVALID_VALUE', JSON.stringify(body));
+        }
+      } finally {
+        (dns as { lookup: unknown }).lookup = lookup;
+        net.Socket.prototype.connect = connect;
+      }
+      should(lookups).eql([]);
+      should(connections).eql([]);
+      should(simulator.stats.requests).equal(0);
+    });
+  });
+
   describe('one queue per device, a session per node', function () {
     it('runs the requests of every node of a device through one queue, across two configs too', async function () {
       simulator = await startSimulator(IDENTITY);
@@ -222,6 +359,41 @@ describe('localbattery-device config node', function () {
       should(simulator.stats.byOperation['Sys.GetConfig']).equal(3);
       should(simulator.stats.violations).eql([]);
       should(client.requestCount).equal(3);
+    });
+
+    it('gives one device one queue however its host is written, and warns each further configuration once', async function () {
+      simulator = await startSimulator(IDENTITY);
+      const spellings = ['localhost', '127.0.0.1', '::ffff:127.0.0.1', 'LOCALHOST.'];
+      const configs = spellings.map((host, i) => deviceConfig(simulator, `device${i + 1}`, { host, name: `sim${i + 1}` }));
+      const infos = configs.flatMap((_, i) => info(`info${i + 1}`, `device${i + 1}`));
+      await helper.load(nodes, [...configs.map((c) => c.node), ...infos], Object.assign({}, ...configs.map((c) => c.credentials)));
+      const ask = async () => {
+        const outputs = configs.map((_, i) => nextInput(helper.getNode(`info${i + 1}-out`)));
+        for (let i = 0; i < configs.length; i++) helper.getNode(`info${i + 1}`).receive({});
+        for (const msg of await Promise.all(outputs)) should(msg.payload.sn).equal(IDENTITY.serialNumber);
+      };
+      await ask();
+      await ask();
+      // Eight requests, never two at once and never closer than the interval.
+      should(simulator.stats.byOperation['Sys.GetConfig']).equal(8);
+      should(simulator.stats.violations).eql([]);
+      should(simulator.stats.minGapMs).be.aboveOrEqual(1000);
+      const clients: DeviceClient[] = configs.map((_, i) => helper.getNode(`device${i + 1}`).client);
+      for (const client of clients) should(client.deviceAddress).equal(`127.0.0.1:${simulator.port}`);
+      should(new Set(clients.map((client) => client.deviceState)).size).equal(1);
+      // The first configuration to reach the device is named to each later one, once.
+      const warnings = configs.map((_, i) => {
+        const node = helper.getNode(`device${i + 1}`) as unknown as { warn: { getCalls(): { thisValue: unknown; args: unknown[] }[] } };
+        return node.warn
+          .getCalls()
+          .filter((call) => call.thisValue === node)
+          .map((call) => String(call.args[0]));
+      });
+      should(warnings.filter((list) => list.length === 0)).have.length(1);
+      for (const list of warnings.filter((l) => l.length > 0)) {
+        should(list).have.length(1);
+        should(list[0]).match(new RegExp(`same device \\(127\\.0\\.0\\.1:${simulator.port}\\)`));
+      }
     });
 
     it('a node that closes (partial deploy) takes its waiting work along, and only its own', async function () {

@@ -379,12 +379,12 @@ describe('localbattery-write editor validation', function () {
   const value = (node: Record<string, unknown>, v: string) => editor.definition.defaults.value.validate.call(node, v, {});
   const point = (v: string) => editor.definition.defaults.point.validate.call({}, v, {});
 
-  it('checks only that a constant is a number until the catalogue has loaded, then its range', async function () {
+  it('refuses nothing until the rules have loaded (no verdict of its own), then checks the number and its range', async function () {
     const limit = writePoint('feedInPowerLimitSetting');
     const node = { point: limit.name, valueType: 'num' };
     should(value(node, String(limit.max! + 1))).be.true();
-    should(value(node, 'abc')).equal(text('localbattery-write.validation.number'));
-    should(value(node, '')).equal(text('localbattery-write.validation.number'));
+    should(value(node, 'abc')).be.true();
+    should(value(node, '')).be.true();
     should(point('noSuchPoint')).be.true();
     should(editor.requests).eql(['localbattery/catalogue']);
 
@@ -397,6 +397,8 @@ describe('localbattery-write editor validation', function () {
       text('localbattery-write.validation.range', { value: limit.max! + 1, point: limit.name, allowed: describeAllowed(limit) }),
     );
     should(value(node, String(limit.min! + 0.5))).be.a.String();
+    should(value(node, 'abc')).equal(text('localbattery-write.validation.number'));
+    should(value(node, '')).equal(text('localbattery-write.validation.number'));
     should(editor.definition.defaults.value.validate.call(node, 'abc')).be.false();
   });
 

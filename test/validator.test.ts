@@ -17,11 +17,15 @@ function rulesVerdict(row: Verdict): boolean {
     case 'localbattery-device':
       return !rules.deviceProblems({ [row.field]: row.value })[row.field];
     case 'localbattery-write': {
-      const value = row.node?.valueType === 'json' ? JSON.parse(row.value) : row.value;
+      const value = row.node?.valueType === 'json' ? JSON.parse(row.value as string) : row.value;
       return rules.writeProblem(row.node?.point, value, limits) === null;
     }
     case 'localbattery-read':
+      if (row.field === 'points') return rules.pointsProblem(row.value) === null;
+      if (row.field === 'interval') return rules.numberProblem('pollInterval', row.value) === null;
       return rules.deadBandProblem(row.value) === null;
+    case 'localbattery-discover':
+      return rules.targetProblem(row.value) === null;
     case 'localbattery-zero-feed-in':
       return !rules.zeroFeedInProblems({ [row.field]: row.value }, limits)[row.field];
     default:
@@ -59,8 +63,9 @@ describe('one validator for the editor and the runtime', function () {
         const spec = row.credential ? editor.definition.credentials[row.field] : editor.definition.defaults[row.field];
         return spec.validate.call({ ...row.node }, row.value, {});
       };
-      // The first validation asks for the catalogue and the rules.
-      rows.forEach(verdict);
+      // The first validation asks for the catalogue and the rules; until they are there nothing is refused (no
+      // verdict of the editor's own), and the nodes are validated again when they arrive.
+      for (const row of rows) should(verdict(row)).equal(true, `${describeRow(row)} before the rules`);
       editor.finishLoad();
       await until(() => editor.revalidated > 0, 2000, `the rules for ${type}`);
       for (const row of rows) {

@@ -240,14 +240,14 @@ export interface ControlSettingsInput {
   modeCheck?: unknown;
 }
 
-type ControlSettingName = 'power' | 'chargeSoc' | 'dischargeSoc' | 'repeat' | 'modeCheck';
+export type ControlSettingName = 'power' | 'chargeSoc' | 'dischargeSoc' | 'repeat' | 'modeCheck';
 
 /**
  * Each number setting of a control node: a decimal number in its range, or empty for the default. Power and SOC are
  * whole numbers, as the control write takes them. The default power is bounded by the larger of the two limits; a
  * message's state decides which limit its power meets.
  */
-function controlNumbers(limits?: WriteLimits) {
+export function controlNumbers(limits?: WriteLimits) {
   const { power, soc } = CONTROL_LIMITS;
   const whole = { integer: true };
   return {
@@ -365,15 +365,16 @@ export class RealTimeController {
   private setpointKnownAfter = -Infinity;
   /** The number of this controller's latest mode write (shared by the setpoints that wait for it). */
   private ownModeWrite = 0;
-  private readonly state: DeviceState;
+  /** Asked each time: a client of a host name knows its device (and the device's state) once the name is resolved. */
+  private get state(): DeviceState {
+    return this.target.deviceState;
+  }
 
   constructor(
     private readonly target: ControlTarget,
     private readonly settings: ControllerSettings,
     private readonly onSwitching: () => void = () => undefined,
-  ) {
-    this.state = target.deviceState;
-  }
+  ) {}
 
   /**
    * Reads the working mode (7101) through the queue, whatever an earlier deployment saw; setpoints wait for it.

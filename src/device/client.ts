@@ -28,14 +28,15 @@ import {
   HttpStatusError,
   RefusedError,
   UnauthorizedError,
+  UnreachableError,
   ValidationError,
 } from '../errors';
 import { checkPassword, encryptPassword } from './password-crypto';
-import { MIN_INTERVAL_FLOOR_MS, NAMESPACE_PATTERN } from './rules';
+import { MIN_INTERVAL_FLOOR_MS, NAMESPACES, NUMBER_DEFAULTS, checkHost, checkNamespace } from './rules';
+import { canonicalAddress, canonicalHost, resolveAddress } from './address';
 import {
+  DeviceQueue,
   deviceQueue,
-  normaliseHost,
-  type DeviceQueue,
   type JobOptions,
   type KnownValue,
   type QueueMember,
@@ -45,20 +46,15 @@ import {
 import { exchange, type HttpAnswer } from './transport';
 
 export const DEFAULTS = {
-  port: 8080,
+  ...NUMBER_DEFAULTS,
   username: 'opend',
   auth: 'digest' as AuthMode,
   /** Empty: detect, trying NAMESPACES in order. */
   namespace: '',
-  minIntervalMs: 1000,
-  timeoutMs: 10000,
   maxQueue: 1000,
 } as const;
 
-/** Data-operation namespaces tried in order when none is configured: the specification's, then the maker's. */
-export const NAMESPACES = ['Vendor', 'Indevolt'] as const;
-
-export { NAMESPACE_PATTERN, MIN_INTERVAL_FLOOR_MS } from './rules';
+export { NAMESPACE_PATTERN, MIN_INTERVAL_FLOOR_MS, NAMESPACES } from './rules';
 
 export interface ClientOptions {
   host: string;
@@ -168,16 +164,23 @@ export class DeviceClient extends EventEmitter implements QueueMember, DeviceOpe
   readonly maxAddressesPerRead = MAX_ADDRESSES_PER_READ;
   private readonly username: string;
   private password: string;
-  private readonly queue: DeviceQueue;
+  /** The device's queue; for a host name, until the name is resolved, a stand-in that no request goes through. */
+  private queue: DeviceQueue;
+  /** `address:port` of the device once known (at once for an address, after the first lookup for a host name). */
+  private device: string | undefined;
+  private joining: Promise<DeviceQueue> | undefined;
+  /** Owners (sessions) closed while their work waited for the host name's lookup. */
+  private readonly closedOwners = new WeakSet<object>();
   private closed = false;
   private authorizedOnce = false;
   private currentState: ConnectionState = 'unknown';
 
   constructor(options: ClientOptions) {
     super();
-    if (!options.host || typeof options.host !== 'string') throw new ValidationError('host', options.host, 'an IP address or host name');
-    // An IPv6 address may come as in a URL ([::1]); node:http wants it bare.
-    this.host = normaliseHost(options.host);
+    // An IPv6 address may come as in a URL ([::1]); node:http wants it bare. One spelling of each address and name.
+    const host = checkHost(options.host);
+    const address = canonicalAddress(host);
+    this.host = address ?? canonicalHost(host);
     this.port = options.port ?? DEFAULTS.port;
     if (!Number.isInteger(this.port) || this.port < 1 || this.port > 65535) {
       throw new ValidationError('port', options.port, 'an integer from 1 to 65535');
@@ -188,14 +191,7 @@ export class DeviceClient extends EventEmitter implements QueueMember, DeviceOpe
     this.password = options.password ?? '';
     this.auth = options.auth ?? DEFAULTS.auth;
     if (!AUTH_MODES.includes(this.auth)) throw new ValidationError('authentication', options.auth, `one of ${AUTH_MODES.join(', ')}`);
-    this.configuredNamespace = options.namespace?.trim() || undefined;
-    if (this.configuredNamespace !== undefined && !NAMESPACE_PATTERN.test(this.configuredNamespace)) {
-      throw new ValidationError(
-        'namespace',
-        this.configuredNamespace,
-        `empty (detect ${NAMESPACES.join(' or ')}) or a name of letters, digits and underscores`,
-      );
-    }
+    this.configuredNamespace = checkNamespace(options.namespace);
     this.minIntervalMs = options.minIntervalMs ?? DEFAULTS.minIntervalMs;
     if (!Number.isFinite(this.minIntervalMs) || this.minIntervalMs < MIN_INTERVAL_FLOOR_MS) {
       throw new ValidationError('minimum interval', options.minIntervalMs, `at least ${MIN_INTERVAL_FLOOR_MS} ms`);
@@ -209,8 +205,45 @@ export class DeviceClient extends EventEmitter implements QueueMember, DeviceOpe
       dischargeLimit: validatePowerLimit(options.dischargeLimit ?? POWER_LIMIT.default, 'discharge limit'),
     };
     this.maxQueue = options.maxQueue ?? DEFAULTS.maxQueue;
-    this.queue = deviceQueue(this.host, this.port);
+    this.queue = new DeviceQueue();
+    if (address !== undefined) this.joinQueue(address);
+  }
+
+  /**
+   * `address:port` of the device this client reaches (one queue per device address, whatever the host's spelling),
+   * or undefined while a host name waits for its first lookup; 'device' is emitted with it when it becomes known.
+   */
+  get deviceAddress(): string | undefined {
+    return this.device;
+  }
+
+  private joinQueue(address: string): DeviceQueue {
+    this.queue = deviceQueue(address, this.port);
     this.queue.attach(this);
+    this.device = `${address.includes(':') ? `[${address}]` : address}:${this.port}`;
+    this.emit('device', this.device);
+    return this.queue;
+  }
+
+  /**
+   * Runs `use` on the device's queue: at once when the address is known, else after the host name's lookup (again
+   * after a failed one), so that every spelling of one device shares its queue.
+   */
+  private onQueue<T>(options: JobOptions, use: (queue: DeviceQueue) => Promise<T>): Promise<T> {
+    if (this.device !== undefined) return use(this.queue);
+    this.joining ??= resolveAddress(this.host).then(
+      (address) => (this.closed ? this.queue : this.joinQueue(address)),
+      (error: NodeJS.ErrnoException) => {
+        this.joining = undefined;
+        const unreachable = new UnreachableError(`${this.host}:${this.port}`, error);
+        this.setState('unreachable', unreachable);
+        throw unreachable;
+      },
+    );
+    return this.joining.then((queue) => {
+      if (this.closed || (options.owner !== undefined && this.closedOwners.has(options.owner))) throw new ClientClosedError();
+      return use(queue);
+    });
   }
 
   /**
@@ -268,7 +301,7 @@ export class DeviceClient extends EventEmitter implements QueueMember, DeviceOpe
     for (const address of addresses) {
       if (!isValidAddress(address)) throw new ValidationError('address', address, 'an integer from 0 to 65535');
     }
-    const outcome = await this.queue.read(this, [...new Set(addresses)], options);
+    const outcome = await this.onQueue(options, (queue) => queue.read(this, [...new Set(addresses)], options));
     const values = new Map<number, number | string>();
     const missing = [...outcome.missing];
     for (const [address, raw] of outcome.values) {
@@ -286,7 +319,7 @@ export class DeviceClient extends EventEmitter implements QueueMember, DeviceOpe
   async write(point: string | number | WritePoint, values: unknown, options: JobOptions = {}): Promise<WriteResult> {
     const target = typeof point === 'object' ? point : resolveWritePoint(point);
     const checked = validateWrite(target, values, this.limits);
-    const status = await this.queue.write(this, target.address, checked, options);
+    const status = await this.onQueue(options, (queue) => queue.write(this, target.address, checked, options));
     return { status, point: target.name, address: target.address, values: checked };
   }
 
@@ -296,15 +329,17 @@ export class DeviceClient extends EventEmitter implements QueueMember, DeviceOpe
   }
 
   getDeviceInfo(options: JobOptions = {}): Promise<DeviceInfo> {
-    return this.queue.command(
-      this,
-      async (context) => {
-        const body = await this.call({ operation: 'Sys.GetConfig', method: 'GET' }, context);
-        const device = (body as { device?: unknown }).device;
-        if (!device || typeof device !== 'object') throw new BadResponseError('Sys.GetConfig', 'no device object');
-        return device as DeviceInfo;
-      },
-      options,
+    return this.onQueue(options, (queue) =>
+      queue.command(
+        this,
+        async (context) => {
+          const body = await this.call({ operation: 'Sys.GetConfig', method: 'GET' }, context);
+          const device = (body as { device?: unknown }).device;
+          if (!device || typeof device !== 'object') throw new BadResponseError('Sys.GetConfig', 'no device object');
+          return device as DeviceInfo;
+        },
+        options,
+      ),
     );
   }
 
@@ -345,26 +380,28 @@ export class DeviceClient extends EventEmitter implements QueueMember, DeviceOpe
     }
     checkPassword(newPassword, 'new password');
     checkPassword(this.password, 'current password');
-    return this.queue.command(
-      this,
-      async (context) => {
-        const encrypted = encryptPassword(this.password, newPassword);
-        const body = await this.call(
-          {
-            operation: 'User.SetConfig',
-            method: 'POST',
-            config: { Password: encrypted.ciphertext },
-            realm: encrypted.tag,
-            nonce: encrypted.nonce,
-          },
-          context,
-        );
-        if ((body as { result?: unknown }).result !== true)
-          throw new RefusedError('the password change', 'the current password may be wrong');
-        this.password = newPassword;
-        this.authorizedOnce = true;
-      },
-      options,
+    return this.onQueue(options, (queue) =>
+      queue.command(
+        this,
+        async (context) => {
+          const encrypted = encryptPassword(this.password, newPassword);
+          const body = await this.call(
+            {
+              operation: 'User.SetConfig',
+              method: 'POST',
+              config: { Password: encrypted.ciphertext },
+              realm: encrypted.tag,
+              nonce: encrypted.nonce,
+            },
+            context,
+          );
+          if ((body as { result?: unknown }).result !== true)
+            throw new RefusedError('the password change', 'the current password may be wrong');
+          this.password = newPassword;
+          this.authorizedOnce = true;
+        },
+        options,
+      ),
     );
   }
 
@@ -381,6 +418,7 @@ export class DeviceClient extends EventEmitter implements QueueMember, DeviceOpe
 
   /** Drops the waiting work of `owner` (a session). */
   closeOwner(owner: object): void {
+    this.closedOwners.add(owner);
     this.queue.close(owner);
   }
 

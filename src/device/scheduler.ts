@@ -13,6 +13,7 @@
  *   without touching anybody else's.
  */
 import { DeviceState, type KnownValue } from './device-state';
+import { canonicalHost } from './address';
 import { ClientClosedError, QueueFullError, RefusedError, ValidationError } from '../errors';
 
 /** Least margin on top of the minimum interval: timers and the device's own clock are late by a few ms. */
@@ -684,10 +685,7 @@ export function deviceQueue(host: string, port: number): DeviceQueue {
   return queue;
 }
 
-/** "[::1]" and "::1", "Battery.local" and "battery.local" name the same device. */
+/** "[::1]" and "::1", "::ffff:10.0.0.5" and "10.0.0.5", "Battery.local." and "battery.local" name the same device. */
 export function normaliseHost(host: string): string {
-  return host
-    .trim()
-    .replace(/^\[(.*)\]$/, '$1')
-    .toLowerCase();
+  return canonicalHost(host);
 }

@@ -11,6 +11,7 @@
  * `IGEN_FW`. discoverDevices() runs either or both and merges the answers by address.
  */
 import * as dgram from 'node:dgram';
+import { EventEmitter } from 'node:events';
 import * as net from 'node:net';
 import * as os from 'node:os';
 import { Bonjour, type Service } from 'bonjour-service';
@@ -375,40 +376,74 @@ export function discoverMdns(options: MdnsOptions = {}): Promise<FoundDevice[]> 
   return new Promise<FoundDevice[]>((resolve) => {
     const found = new Map<string, FoundDevice>();
     if (signal?.aborted) return resolve([]);
+    let bonjour: Bonjour | undefined;
+    let browser: { stop(): void } | undefined;
+    let timer: NodeJS.Timeout | undefined;
     let finished = false;
-    const bonjour = new Bonjour({}, (error: unknown) => warn(`Discovery: mDNS answer failed: ${errorCode(error)}`));
-    // bonjour-service leaves the socket's errors unhandled (a bind error would be thrown): take them as warnings.
-    const mdns = (bonjour as unknown as { server: { mdns: NodeJS.EventEmitter } }).server.mdns;
-    mdns.on('warning', (error: unknown) => warn(`Discovery: mDNS: ${errorCode(error)}`));
-    mdns.on('error', (error: unknown) => {
-      warn(`Discovery: mDNS socket error: ${errorCode(error)}`);
-      finish();
-    });
-    const browser = bonjour.find({ type: MDNS_SERVICE_TYPE, protocol: 'tcp' }, (service: Service) => {
-      if (!service.name?.toUpperCase().startsWith(MDNS_NAME_PREFIX)) return;
-      const answer = mdnsAnswerOf(service);
-      const ip = mdnsAddress(answer, service.referer?.address);
-      if (ip === undefined) return;
-      const device: FoundDevice = { ip, port: answer.port, name: answer.name, sources: ['mdns'], mdns: answer };
-      const sn = textMember(answer.txt, 'sn');
-      const fw = textMember(answer.txt, 'fw');
-      if (sn !== undefined) device.sn = sn;
-      if (fw !== undefined) device.fw = fw;
-      if (!found.has(ip)) found.set(ip, device);
-    });
-    const timer = setTimeout(finish, listenMs);
-    signal?.addEventListener('abort', finish, { once: true });
-
-    function finish() {
+    const finish = () => {
       if (finished) return;
       finished = true;
       clearTimeout(timer);
       signal?.removeEventListener('abort', finish);
-      browser.stop();
-      // Resolve once the socket is closed, so the caller sees no handle left behind.
-      bonjour.destroy(() => resolve([...found.values()]));
+      const done = () => resolve([...found.values()]);
+      try {
+        browser?.stop();
+        // Resolve once the socket is closed, so the caller sees no handle left behind.
+        if (bonjour) bonjour.destroy(done);
+        else done();
+      } catch (error) {
+        warn(`Discovery: mDNS: ${errorCode(error)}`);
+        done();
+      }
+    };
+    // Nothing the library throws may escape: the scan then ends with a warning and its socket closed.
+    try {
+      bonjour = new Bonjour({}, (error: unknown) => warn(`Discovery: mDNS answer failed: ${errorCode(error)}`));
+      const events = mdnsEvents(bonjour);
+      if (!events) {
+        warn('Discovery: mDNS is not available with this version of bonjour-service (its socket cannot be watched)');
+        return finish();
+      }
+      events.on('warning', (error: unknown) => warn(`Discovery: mDNS: ${errorCode(error)}`));
+      events.on('error', (error: unknown) => {
+        warn(`Discovery: mDNS socket error: ${errorCode(error)}`);
+        finish();
+      });
+      browser = bonjour.find({ type: MDNS_SERVICE_TYPE, protocol: 'tcp' }, (service: Service) => {
+        const device = deviceOfService(service);
+        if (device && !found.has(device.ip)) found.set(device.ip, device);
+      });
+      timer = setTimeout(finish, listenMs);
+      signal?.addEventListener('abort', finish, { once: true });
+    } catch (error) {
+      warn(`Discovery: mDNS failed: ${errorCode(error)}`);
+      finish();
     }
   });
+}
+
+/** A device from one announced service, or undefined for a service of something else (or without an address). */
+function deviceOfService(service: Service): FoundDevice | undefined {
+  if (!service.name?.toUpperCase().startsWith(MDNS_NAME_PREFIX)) return undefined;
+  const answer = mdnsAnswerOf(service);
+  const ip = mdnsAddress(answer, service.referer?.address);
+  if (ip === undefined) return undefined;
+  const device: FoundDevice = { ip, port: answer.port, name: answer.name, sources: ['mdns'], mdns: answer };
+  const sn = textMember(answer.txt, 'sn');
+  const fw = textMember(answer.txt, 'fw');
+  if (sn !== undefined) device.sn = sn;
+  if (fw !== undefined) device.fw = fw;
+  return device;
+}
+
+/**
+ * The events of a Bonjour's multicast socket, or undefined when they cannot be reached. bonjour-service keeps the
+ * socket private (`server.mdns`, no public accessor) and leaves its 'error' events unhandled, which would throw in
+ * Node-RED's process: without them no scan may start.
+ */
+export function mdnsEvents(bonjour: Bonjour): NodeJS.EventEmitter | undefined {
+  const mdns: unknown = (bonjour as unknown as { server?: { mdns?: unknown } } | undefined)?.server?.mdns;
+  return mdns instanceof EventEmitter ? mdns : undefined;
 }
 
 function safeWarn(onWarning: ((message: string) => void) | undefined): (message: string) => void {

@@ -5,12 +5,14 @@
  * `localBatteryCatalogue.rules`. Every check answers null when the runtime takes the value, else the runtime's message.
  */
 import { POWER_LIMIT, describeAllowed, resolveWritePoint, validateWrite, type PowerLimits } from '../points/catalogue';
-import { checkControlSettings, type ControlSettingsInput } from '../control/control';
+import { checkControlSettings, controlNumbers, type ControlSettingName, type ControlSettingsInput } from '../control/control';
 import { ValidationError } from '../errors';
 import {
   NUMBER_RULES,
   deviceInputs,
   deviceLimits,
+  discoveryTarget,
+  envVarName,
   numberIn,
   parseDeadBand,
   pointList,
@@ -22,11 +24,9 @@ import { checkPassword } from '../device/rules';
 
 export { decimalNumber };
 
-/** `${NAME}` as a whole value: Node-RED puts the variable in when the flow starts, so the editor cannot know it. */
-export const ENV_VAR = /^\$\{(\S+)\}$/;
-
+/** `${NAME}` as Node-RED takes it (envVarName): it puts the variable in when the flow starts, so the editor cannot know it. */
 export function isEnvVar(value: unknown): boolean {
-  return typeof value === 'string' && ENV_VAR.test(value.trim());
+  return envVarName(value) !== undefined;
 }
 
 /** Settings without their `${NAME}` values (left to the runtime, which knows them). */
@@ -71,6 +71,12 @@ export function limitsOf(settings: Record<string, unknown> | null | undefined): 
   };
 }
 
+/** The range of a control node's number setting under `limits` (the power's: the larger limit), as the runtime checks it. */
+export function controlRange(name: ControlSettingName, limits?: PowerLimits): { min: number; max: number } {
+  const { min, max } = controlNumbers(limits)[name];
+  return { min, max };
+}
+
 /** A control node's number settings under `limits`: the problem of each, by setting. */
 export function controlProblems(settings: ControlSettingsInput, limits?: PowerLimits): Record<string, string> {
   const { errors } = checkControlSettings(known(settings), limits);
@@ -103,6 +109,11 @@ export function allowedText(point: unknown, limits?: PowerLimits): string {
 /** A read node's dead band. */
 export function deadBandProblem(value: unknown): string | null {
   return isEnvVar(value) ? null : problem(() => parseDeadBand(value));
+}
+
+/** A discover node's target: empty (broadcast) or one host. */
+export function targetProblem(value: unknown): string | null {
+  return isEnvVar(value) ? null : problem(() => discoveryTarget(value, 'target'));
 }
 
 /** A read node's point list (names or addresses). */

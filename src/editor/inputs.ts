@@ -6,7 +6,7 @@
  */
 import { ValidationError } from '../errors';
 import { DECIMAL, decimalNumber } from '../numbers';
-import { MAX_PASSWORD_BYTES, MIN_INTERVAL_FLOOR_MS, NAMESPACE_PATTERN } from '../device/rules';
+import { MAX_PASSWORD_BYTES, MIN_INTERVAL_FLOOR_MS, NAMESPACE_PATTERN, NUMBER_DEFAULTS, checkHost, checkNamespace } from '../device/rules';
 import { CONTROL_DEFAULTS, CONTROL_LIMITS, MAX_CONTROL_SECONDS } from '../control/control';
 import { POWER_LIMIT, catalogueJson, resolveReadAddresses, validatePowerLimit, type PowerLimits } from '../points/catalogue';
 import {
@@ -20,6 +20,16 @@ import {
   type OnStop,
   type RegulatorSettings,
 } from '../control/regulator';
+
+/**
+ * The variable's name when `value` is a whole `${NAME}` (or the older `$(NAME)`), exactly as Node-RED matches it in
+ * node properties (mapEnvVarProperties in @node-red/runtime/lib/flows/util.js: first character `$`, a name of
+ * non-space characters, nothing trimmed); else undefined. Node-RED puts the variable in before a node starts.
+ */
+export function envVarName(value: unknown): string | undefined {
+  if (typeof value !== 'string' || value[0] !== '$') return undefined;
+  return /^\$\{(\S+)\}$/.test(value) || /^\$\((\S+)\)$/.test(value) ? value.slice(2, -1) : undefined;
+}
 
 /** A decimal number within bounds. */
 export interface NumberRule {
@@ -171,6 +181,8 @@ function powerLimit(value: unknown, field: string): number {
  * earlier versions: it stands in for a charge or discharge limit left empty.
  */
 export const deviceInputs = describeInputs({
+  host: { setting: 'host', parse: checkHost },
+  namespace: { setting: 'namespace', parse: checkNamespace },
   port: { setting: 'port', absent: isBlank, parse: numberIn(NUMBER_RULES.port) },
   minIntervalMs: { setting: 'minInterval', label: 'minimum interval', absent: isBlank, parse: numberIn(NUMBER_RULES.minInterval) },
   timeoutMs: { setting: 'timeout', label: 'time-out', absent: isBlank, parse: numberIn(NUMBER_RULES.timeout) },
@@ -221,6 +233,10 @@ export function parseDeadBand(value: unknown, keyOf: (address: number) => string
   return band;
 }
 
+/** A discovery target: empty for a broadcast, else one host by the device's host rule. */
+export const discoveryTarget: Parse<string> = (value, field) =>
+  typeof value === 'string' && value.trim() === '' ? '' : checkHost(value, field);
+
 /** A list of read point names or addresses: an array, or the same as a comma-separated string. */
 export function pointList(value: unknown, field: string): number[] {
   const list =
@@ -244,6 +260,8 @@ export function settingRulesJson() {
     decimalPattern: DECIMAL.source,
     decimalFlags: DECIMAL.flags,
     namespacePattern: NAMESPACE_PATTERN.source,
+    /** The device configuration's number settings left empty: port, minInterval and timeout. */
+    deviceDefaults: { port: NUMBER_DEFAULTS.port, minInterval: NUMBER_DEFAULTS.minIntervalMs, timeout: NUMBER_DEFAULTS.timeoutMs },
     maxPasswordBytes: MAX_PASSWORD_BYTES,
     control: { defaults: CONTROL_DEFAULTS, limits: CONTROL_LIMITS, maxSeconds: MAX_CONTROL_SECONDS },
     powerLimit: POWER_LIMIT,

@@ -4,7 +4,7 @@
  * that is wanted (tests run it inside an isolated network namespace).
  */
 import { Bonjour } from 'bonjour-service';
-import { MDNS_NAME_PREFIX, MDNS_SERVICE_TYPE } from '../discovery/discovery';
+import { MDNS_NAME_PREFIX, MDNS_SERVICE_TYPE, mdnsEvents } from '../discovery/discovery';
 
 export interface MdnsResponderOptions {
   /** The HTTP port announced in the SRV record. */
@@ -25,7 +25,11 @@ export function startMdnsResponder(options: MdnsResponderOptions): MdnsResponder
   const warn = (error: unknown) => options.onWarning?.(`mDNS responder: ${String((error as Error)?.message ?? error)}`);
   const bonjour = new Bonjour({}, warn);
   // Socket errors would otherwise be thrown as unhandled 'error' events.
-  const mdns = (bonjour as unknown as { server: { mdns: NodeJS.EventEmitter } }).server.mdns;
+  const mdns = mdnsEvents(bonjour);
+  if (!mdns) {
+    bonjour.destroy();
+    throw new Error('mDNS responder: this version of bonjour-service hides its socket');
+  }
   mdns.on('warning', warn);
   mdns.on('error', warn);
   const name = options.name ?? `${MDNS_NAME_PREFIX}_${options.serialNumber}`;
