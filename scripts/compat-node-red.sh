@@ -5,7 +5,7 @@
 # into a temporary directory (never into this repository's node_modules, package.json or package-lock.json), builds
 # the package with `npm run build`, then with that Node binary:
 #   1. runs the mocha suite with that Node-RED as the runtime under test (NODE_RED_RUNTIME, read by test/support.ts;
-#      the core nodes that test/examples.test.ts loads come from it too, see the preload below, and
+#      the core nodes that test/examples-support.ts loads come from it too, see the preload below, and
 #      test/editor.test.ts drives chromium against one it starts);
 #   2. starts that Node-RED with a temporary user directory holding this package (a symlink, as scripts/demo.js does),
 #      the device simulator and every example flow pointed at it, armed, and checks through the admin HTTP API and the
@@ -65,7 +65,7 @@ BUILD_NODE_VERSION="$(node --version)"
 (cd "$ROOT" && npm run --silent build:test)
 
 # ---- 3. Mocha on that Node against that Node-RED ----
-# test/examples.test.ts loads core nodes with require.resolve('@node-red/nodes/core/...') and the editor test spawns
+# test/examples-support.ts loads core nodes with require.resolve('@node-red/nodes/core/...') and the editor test spawns
 # require.resolve('node-red/red.js'): from the repository both would find the devDependency Node-RED. This preload
 # maps exactly those two requests to the Node-RED under test; everything else resolves as usual.
 cat >"$WORK/nr-under-test.js" <<'EOF'
