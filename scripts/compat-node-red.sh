@@ -14,7 +14,8 @@
 # Everything stops and the temporary directory is removed at the end. Exits non-zero when anything fails.
 #
 # Environment: NODE_LINE (default 22, or current), NODE_RED_RANGE (default 5), MOCHA_REPORTER (default dot),
-# KEEP_TMP=1 (keep the temporary directory for inspection). .ci/run uses it for the lowest supported Node-RED and 5.
+# TESTS=node-red (only the test files that load Node-RED or our nodes, see .mocharc.cjs), KEEP_TMP=1 (keep the
+# temporary directory for inspection). .ci/run uses it for the lowest supported Node-RED and 5.
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -94,13 +95,11 @@ fi
 
 MOCHA_ARGS=(--require "$WORK/nr-under-test.js" --reporter "$MOCHA_REPORTER")
 set +e
-# As npm test: the parallel run, then the tests that run alone.
+# As npm test (.mocharc.cjs; with TESTS=node-red only the files that load Node-RED or our nodes).
 (cd "$ROOT" && "$NODE_BIN" node_modules/mocha/bin/mocha.js "${MOCHA_ARGS[@]}") 2>&1 | tee "$WORK/mocha.log"
 MOCHA_RC=${PIPESTATUS[0]}
-(cd "$ROOT" && "$NODE_BIN" node_modules/mocha/bin/mocha.js --config .mocharc.alone.json "${MOCHA_ARGS[@]}") 2>&1 | tee -a "$WORK/mocha.log"
-[ "${PIPESTATUS[0]}" -eq 0 ] || MOCHA_RC=1
 set -e
-# Sums "<n> passing" (failing, pending) over both runs; a word that does not occur counts 0.
+# Sums "<n> passing" (failing, pending); a word that does not occur counts 0.
 count() { awk -v word="$1" '$1 ~ /^[0-9]+$/ && $2 == word { sum += $1 } END { print sum + 0 }' "$WORK/mocha.log"; }
 PASSING="$(count passing)"
 FAILING="$(count failing)"
