@@ -28,6 +28,24 @@ interface ControlMessage extends NodeMessageInFlow {
   skipped?: boolean;
 }
 
+/** A command as the status shows it, in the user's language. */
+function describe(RED: NodeAPI, command: ControlCommand): string {
+  let text =
+    command.state === 'standby'
+      ? command.belowMinimum
+        ? RED._('localbattery-control.status.belowMinimum', { min: CONTROL_LIMITS.power.min })
+        : RED._('localbattery-control.status.standby')
+      : RED._(`localbattery-control.status.${command.state}`, { power: command.power });
+  if (command.clamped) text = RED._('localbattery-control.status.clamped', { text });
+  return text;
+}
+
+function output(msg: ControlMessage, command: ControlCommand, outcome: ControlOutcome): ControlMessage {
+  msg.payload = controlPayload(command, outcome);
+  msg.skipped = outcome.status === 'repeat';
+  return msg;
+}
+
 export = function (RED: NodeAPI) {
   function ControlNode(this: Node, def: ControlDef) {
     RED.nodes.createNode(this, def);
@@ -40,23 +58,6 @@ export = function (RED: NodeAPI) {
       if (!life.closed) node.status(value);
     }
 
-    function describe(command: ControlCommand): string {
-      let text =
-        command.state === 'standby'
-          ? command.belowMinimum
-            ? RED._('localbattery-control.status.belowMinimum', { min: CONTROL_LIMITS.power.min })
-            : RED._('localbattery-control.status.standby')
-          : RED._(`localbattery-control.status.${command.state}`, { power: command.power });
-      if (command.clamped) text = RED._('localbattery-control.status.clamped', { text });
-      return text;
-    }
-
-    function output(msg: ControlMessage, command: ControlCommand, outcome: ControlOutcome): ControlMessage {
-      msg.payload = controlPayload(command, outcome);
-      msg.skipped = outcome.status === 'repeat';
-      return msg;
-    }
-
     let control: ControlFlow | undefined;
 
     async function handle(msg: ControlMessage): Promise<ControlMessage | undefined> {
@@ -65,7 +66,7 @@ export = function (RED: NodeAPI) {
         status({ fill: 'blue', shape: 'ring', text: RED._('localbattery-control.status.sending') }),
       );
       if (outcome.status === 'repeat') {
-        status({ fill: 'green', shape: 'ring', text: RED._('localbattery-control.status.skipped', { text: describe(command) }) });
+        status({ fill: 'green', shape: 'ring', text: RED._('localbattery-control.status.skipped', { text: describe(RED, command) }) });
         return def.skipped === 'drop' ? undefined : output(msg, command, outcome);
       }
       if (outcome.status === 'superseded') {
@@ -75,7 +76,7 @@ export = function (RED: NodeAPI) {
       status({
         fill: 'green',
         shape: 'dot',
-        text: RED._('localbattery-control.status.sent', { text: describe(command), time: timeOfDay() }),
+        text: RED._('localbattery-control.status.sent', { text: describe(RED, command), time: timeOfDay() }),
       });
       return output(msg, command, outcome);
     }

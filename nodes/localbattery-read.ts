@@ -4,11 +4,60 @@
  * what a read sends are src/flow/read.ts; this node glues them to messages, status and the shared client.
  */
 import type { Node, NodeAPI, NodeDef, NodeMessage, NodeMessageInFlow } from 'node-red';
-import { Poller, type PollOutcome } from '../src/device/poller';
+import { Poller, type PollOutcome, type PollerEvents } from '../src/device/poller';
 import { ReadSettings, pollBackoff, type ReadDefinition } from '../src/flow/read';
 import { deviceOf, errorStatus, sessionOf, timeOfDay, keepErrorCodes, serveDevice, type Outgoing } from './shared';
 
 type ReadDef = NodeDef & ReadDefinition & { device: string };
+
+/** Shows a read on the node's status and turns what it sends into messages (none when "only on change" finds nothing new). */
+function formatter(RED: NodeAPI, node: Node, settings: ReadSettings) {
+  return function format(outcome: PollOutcome, msg: NodeMessage): Outgoing | undefined {
+    const { readings, newlyMissing } = outcome;
+    if (newlyMissing.length > 0) node.warn(RED._('localbattery-read.warn.missing', { points: newlyMissing.join(', ') }));
+    const count = readings.length;
+    node.status({
+      fill: count > 0 ? 'green' : 'yellow',
+      shape: settings.onlyChange && outcome.changed === 0 ? 'ring' : 'dot',
+      text: RED._(count === 1 ? 'localbattery-read.status.readOne' : 'localbattery-read.status.read', { count, time: timeOfDay() }),
+    });
+    // Copies before the first one is changed: the first message reuses the incoming msg.
+    const fields = settings.messages(outcome);
+    const messages = fields.map((_, i) => (i === 0 ? msg : RED.util.cloneMessage(msg)));
+    fields.forEach((set, i) => {
+      const out = messages[i] as Record<string, unknown>;
+      for (const [key, value] of Object.entries(set)) {
+        if (value === undefined) delete out[key];
+        else out[key] = value;
+      }
+    });
+    // Split: every message on the one output. Otherwise there is one message, and [msg] sends it on the one output.
+    return messages.length === 0 ? undefined : settings.mode === 'split' ? [messages] : messages;
+  };
+}
+
+/** What the node does with what its poller reports: sends a read, shows and reports a failure, logs a return. */
+function pollEvents(RED: NodeAPI, node: Node, format: ReturnType<typeof formatter>): PollerEvents {
+  return {
+    polled(outcome) {
+      const msg: NodeMessage = { _msgid: RED.util.generateId() };
+      try {
+        const out = format(outcome, msg);
+        if (out) node.send(out);
+      } catch (error) {
+        node.error(error, msg);
+      }
+    },
+    failed(error) {
+      node.status(errorStatus(error));
+      // With a msg, a Catch node sees the failure even though no message came in.
+      node.error(error, { _msgid: RED.util.generateId() });
+    },
+    back(ms, code) {
+      node.log(RED._('localbattery-read.log.back', { seconds: Math.round(ms / 1000), code }));
+    },
+  };
+}
 
 function register(RED: NodeAPI) {
   function ReadNode(this: Node, def: ReadDef) {
@@ -18,53 +67,11 @@ function register(RED: NodeAPI) {
     const missingDevice = RED._('localbattery-read.errors.noDevice');
     const device = deviceOf(RED, node, def.device, missingDevice);
     const settings = new ReadSettings(def);
-
-    /** Shows a read on the status and turns what it sends into messages (none when "only on change" finds nothing new). */
-    function format(outcome: PollOutcome, msg: NodeMessage): Outgoing | undefined {
-      const { readings, newlyMissing } = outcome;
-      if (newlyMissing.length > 0) node.warn(RED._('localbattery-read.warn.missing', { points: newlyMissing.join(', ') }));
-      const count = readings.length;
-      node.status({
-        fill: count > 0 ? 'green' : 'yellow',
-        shape: settings.onlyChange && outcome.changed === 0 ? 'ring' : 'dot',
-        text: RED._(count === 1 ? 'localbattery-read.status.readOne' : 'localbattery-read.status.read', { count, time: timeOfDay() }),
-      });
-      // Copies before the first one is changed: the first message reuses the incoming msg.
-      const fields = settings.messages(outcome);
-      const messages = fields.map((_, i) => (i === 0 ? msg : RED.util.cloneMessage(msg)));
-      fields.forEach((set, i) => {
-        const out = messages[i] as Record<string, unknown>;
-        for (const [key, value] of Object.entries(set)) {
-          if (value === undefined) delete out[key];
-          else out[key] = value;
-        }
-      });
-      // Split: every message on the one output. Otherwise there is one message, and [msg] sends it on the one output.
-      return messages.length === 0 ? undefined : settings.mode === 'split' ? [messages] : messages;
-    }
-
+    const format = formatter(RED, node, settings);
     const poller = new Poller(
       async (addresses, onStart) => sessionOf(life.session, device, missingDevice).read(addresses, { onStart }),
       settings.poller,
-      {
-        polled(outcome) {
-          const msg: NodeMessage = { _msgid: RED.util.generateId() };
-          try {
-            const out = format(outcome, msg);
-            if (out) node.send(out);
-          } catch (error) {
-            node.error(error, msg);
-          }
-        },
-        failed(error) {
-          node.status(errorStatus(error));
-          // With a msg, a Catch node sees the failure even though no message came in.
-          node.error(error, { _msgid: RED.util.generateId() });
-        },
-        back(ms, code) {
-          node.log(RED._('localbattery-read.log.back', { seconds: Math.round(ms / 1000), code }));
-        },
-      },
+      pollEvents(RED, node, format),
     );
     node.on('close', () => poller.stop());
 

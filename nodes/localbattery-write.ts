@@ -23,6 +23,17 @@ interface WriteMessage extends NodeMessageInFlow {
   value?: number | number[];
 }
 
+/** The value to write: the node's constant, or what its TypedInput takes from msg, context, env or JSONata. */
+function valueFor(RED: NodeAPI, node: Node, def: WriteDef, msg: WriteMessage): Promise<unknown> {
+  // 'enum' is the editor's drop-down: the stored value is the enum code itself.
+  if (def.valueType === 'enum') return Promise.resolve(def.value);
+  return new Promise((resolve, reject) => {
+    RED.util.evaluateNodeProperty(def.value, def.valueType || 'msg', node, msg, (error, result) =>
+      error ? reject(error) : resolve(result),
+    );
+  });
+}
+
 export = function (RED: NodeAPI) {
   function WriteNode(this: Node, def: WriteDef) {
     RED.nodes.createNode(this, def);
@@ -37,16 +48,6 @@ export = function (RED: NodeAPI) {
       node.error(writer.configError.message);
     }
 
-    function valueFor(msg: WriteMessage): Promise<unknown> {
-      // 'enum' is the editor's drop-down: the stored value is the enum code itself.
-      if (def.valueType === 'enum') return Promise.resolve(def.value);
-      return new Promise((resolve, reject) => {
-        RED.util.evaluateNodeProperty(def.value, def.valueType || 'msg', node, msg, (error, result) =>
-          error ? reject(error) : resolve(result),
-        );
-      });
-    }
-
     async function handle(msg: WriteMessage, client: ClientSession): Promise<WriteMessage | undefined> {
       const { point, fromMsg } = writer.pointFor(msg);
       const writing = () => {
@@ -54,7 +55,13 @@ export = function (RED: NodeAPI) {
         node.status({ fill: 'blue', shape: 'ring', text: RED._('localbattery-write.status.writing') });
         return true;
       };
-      const done = await writer.write(client, point, await valueFor(msg), writing, RED._('localbattery-write.errors.realTimeOnly'));
+      const done = await writer.write(
+        client,
+        point,
+        await valueFor(RED, node, def, msg),
+        writing,
+        RED._('localbattery-write.errors.realTimeOnly'),
+      );
       if (!done || life.closed) return undefined;
       const { result, values } = done;
       if (result.status === 'superseded') {
