@@ -1,8 +1,8 @@
 /**
  * Config node: one device (address and credentials). Holds the client with these credentials; every flow node of
  * the device opens its own session on it (closing the node drops its waiting work). All clients of one device share
- * its one request queue (src/device/scheduler.ts). Pushes the connection state to the users' status and serves the editor's
- * admin routes.
+ * its one request queue (src/device/scheduler.ts). Pushes the connection state to the users' status (the sessions are
+ * src/flow/device-users.ts) and serves the editor's admin routes.
  */
 import fs from 'node:fs';
 import path from 'node:path';
