@@ -1,18 +1,11 @@
 /**
  * Real-time control: msg.payload (signed watts or {state, power, soc}) becomes one three-value write of
  * 47015, after switching the working mode to real-time control where needed. The logic lives in
- * src/control/control.ts; this node glues it to messages, status and the shared client.
+ * src/control/control.ts and src/flow/control.ts; this node glues it to messages, status and the shared client.
  */
 import type { Node, NodeAPI, NodeDef, NodeMessageInFlow, NodeStatus } from 'node-red';
-import {
-  CONTROL_LIMITS,
-  RealTimeController,
-  controlSettings,
-  parseControl,
-  type ControlCommand,
-  type ControlOutcome,
-} from '../src/control/control';
-import { describeInputs, flag } from '../src/editor/inputs';
+import { CONTROL_LIMITS, type ControlCommand, type ControlOutcome } from '../src/control/control';
+import { ControlFlow, controlPayload } from '../src/flow/control';
 import { deviceOf, serveDevice, timeOfDay, keepErrorCodes } from './shared';
 
 interface ControlDef extends NodeDef {
@@ -30,15 +23,28 @@ interface ControlDef extends NodeDef {
   skipped: 'pass' | 'drop';
 }
 
-/** msg.force: true sends a setpoint even when it repeats the last one. The payload is parsed by parseControl. */
-const controlInputs = describeInputs({ force: { msg: 'force', parse: flag } });
-
 interface ControlMessage extends NodeMessageInFlow {
   force?: unknown;
   skipped?: boolean;
 }
 
-const noSettings = controlInputs.deploy({});
+/** A command as the status shows it, in the user's language. */
+function describe(RED: NodeAPI, command: ControlCommand): string {
+  let text =
+    command.state === 'standby'
+      ? command.belowMinimum
+        ? RED._('localbattery-control.status.belowMinimum', { min: CONTROL_LIMITS.power.min })
+        : RED._('localbattery-control.status.standby')
+      : RED._(`localbattery-control.status.${command.state}`, { power: command.power });
+  if (command.clamped) text = RED._('localbattery-control.status.clamped', { text });
+  return text;
+}
+
+function output(msg: ControlMessage, command: ControlCommand, outcome: ControlOutcome): ControlMessage {
+  msg.payload = controlPayload(command, outcome);
+  msg.skipped = outcome.status === 'repeat';
+  return msg;
+}
 
 export = function (RED: NodeAPI) {
   function ControlNode(this: Node, def: ControlDef) {
@@ -52,44 +58,15 @@ export = function (RED: NodeAPI) {
       if (!life.closed) node.status(value);
     }
 
-    function describe(command: ControlCommand): string {
-      let text =
-        command.state === 'standby'
-          ? command.belowMinimum
-            ? RED._('localbattery-control.status.belowMinimum', { min: CONTROL_LIMITS.power.min })
-            : RED._('localbattery-control.status.standby')
-          : RED._(`localbattery-control.status.${command.state}`, { power: command.power });
-      if (command.clamped) text = RED._('localbattery-control.status.clamped', { text });
-      return text;
-    }
-
-    function output(msg: ControlMessage, command: ControlCommand, outcome: ControlOutcome): ControlMessage {
-      const skipped = outcome.status === 'repeat';
-      msg.payload = {
-        state: command.state,
-        stateCode: command.code,
-        power: command.power,
-        soc: command.soc,
-        clamped: command.clamped,
-        belowMinimum: command.belowMinimum,
-        modeChanged: outcome.modeChanged,
-        skipped,
-      };
-      msg.skipped = skipped;
-      return msg;
-    }
-
-    let controller: { settings: ReturnType<typeof controlSettings>; run: RealTimeController } | undefined;
+    let control: ControlFlow | undefined;
 
     async function handle(msg: ControlMessage): Promise<ControlMessage | undefined> {
-      if (!controller) throw configError ?? new Error(missing);
-      const force = controlInputs.forMessage(msg, noSettings).force === true;
-      const command = parseControl(msg.payload, controller.settings);
-      const outcome = await controller.run.apply(command, force, () =>
+      if (!control) throw configError ?? new Error(missing);
+      const { command, outcome } = await control.apply(msg, () =>
         status({ fill: 'blue', shape: 'ring', text: RED._('localbattery-control.status.sending') }),
       );
       if (outcome.status === 'repeat') {
-        status({ fill: 'green', shape: 'ring', text: RED._('localbattery-control.status.skipped', { text: describe(command) }) });
+        status({ fill: 'green', shape: 'ring', text: RED._('localbattery-control.status.skipped', { text: describe(RED, command) }) });
         return def.skipped === 'drop' ? undefined : output(msg, command, outcome);
       }
       if (outcome.status === 'superseded') {
@@ -99,7 +76,7 @@ export = function (RED: NodeAPI) {
       status({
         fill: 'green',
         shape: 'dot',
-        text: RED._('localbattery-control.status.sent', { text: describe(command), time: timeOfDay() }),
+        text: RED._('localbattery-control.status.sent', { text: describe(RED, command), time: timeOfDay() }),
       });
       return output(msg, command, outcome);
     }
@@ -109,13 +86,9 @@ export = function (RED: NodeAPI) {
     let configError: Error | undefined;
     if (life.session) {
       try {
-        const settings = controlSettings(def, life.session.limits);
-        const run = new RealTimeController(life.session, settings, () =>
+        control = new ControlFlow(life.session, def, () =>
           status({ fill: 'blue', shape: 'ring', text: RED._('localbattery-control.status.switching') }),
         );
-        controller = { settings, run };
-        // What an earlier deployment saw of the working mode may be stale: one read now, through the shared queue.
-        if (settings.switchMode) void run.learnMode();
       } catch (error) {
         configError = error as Error;
         node.status({ fill: 'red', shape: 'ring', text: RED._('localbattery-control.status.invalidConfig') });

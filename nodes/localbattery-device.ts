@@ -1,8 +1,8 @@
 /**
  * Config node: one device (address and credentials). Holds the client with these credentials; every flow node of
  * the device opens its own session on it (closing the node drops its waiting work). All clients of one device share
- * its one request queue (src/device/scheduler.ts). Pushes the connection state to the users' status and serves the editor's
- * admin routes.
+ * its one request queue (src/device/scheduler.ts). Pushes the connection state to the users' status (the sessions are
+ * src/flow/device-users.ts) and serves the editor's admin routes.
  */
 import fs from 'node:fs';
 import path from 'node:path';
@@ -15,6 +15,7 @@ import { ValidationError } from '../src/errors';
 import { decimalNumber } from '../src/numbers';
 import { deviceInputs, deviceLimits, editorCatalogueJson, envVarName } from '../src/editor/inputs';
 import { answerError, editorRequest, shownReport, type EditorRequest, type SavedDevice } from '../src/editor/editor-request';
+import { DeviceUsers } from '../src/flow/device-users';
 import { describeError } from './shared';
 
 interface DeviceDef extends NodeDef {
@@ -54,9 +55,12 @@ function optionsFrom(settings: Partial<Record<keyof DeviceDef, unknown>>, passwo
   };
 }
 
+/** Node-RED's `getSetting`, which resolves `${NAME}` for a node (its flow's and global environment). */
+const utilOf = (RED: NodeAPI) => RED.util as unknown as { getSetting(node: Node | null, name: string): unknown };
+const textOf = (value: unknown) => (typeof value === 'string' ? value : undefined);
+
 export = function (RED: NodeAPI) {
-  const util = RED.util as unknown as { getSetting(node: Node | null, name: string): unknown };
-  const textOf = (value: unknown) => (typeof value === 'string' ? value : undefined);
+  const util = utilOf(RED);
 
   /**
    * Puts in an environment variable as Node-RED does in node properties (where it does not: credentials, and what
@@ -94,8 +98,6 @@ export = function (RED: NodeAPI) {
   function DeviceNode(this: Node<DeviceCredentials> & Record<string, unknown>, def: DeviceDef) {
     RED.nodes.createNode(this, def);
     const node = this;
-    /** Each user's session, closed when the user closes or the configuration does. */
-    const users = new Map<Node, ClientSession>();
     let client: DeviceClient | undefined;
     node.configError = undefined;
     /** The device's address, once known: a second configuration that reaches it is told about this one (once). */
@@ -108,13 +110,8 @@ export = function (RED: NodeAPI) {
       if (other) node.warn(RED._('localbattery-device.log.sameDevice', { device: address, other: other.name || other.id }));
       others.add(node);
     };
-
     try {
       client = new DeviceClient(optionsFrom(def, textOf(withEnv(node.credentials?.password, node))));
-      client.on('state', (state: ConnectionState) => {
-        const status = statusOf(state);
-        for (const user of users.keys()) user.status(status);
-      });
       client.on('namespace', (namespace: string) => node.log(RED._('localbattery-device.log.namespace', { namespace })));
       if (client.deviceAddress !== undefined) meet(client.deviceAddress);
       else client.once('device', meet);
@@ -123,49 +120,21 @@ export = function (RED: NodeAPI) {
       node.configError = (error as Error).message;
       node.error(node.configError);
     }
+    const users = new DeviceUsers<Node>(client, (user, state) => user.status(statusOf(state)));
 
     node.open = (user: Node): ClientSession | undefined => {
-      if (!client) {
-        user.status({ fill: 'red', shape: 'ring', text: RED._('localbattery-device.status.invalid') });
-        return undefined;
-      }
-      users.get(user)?.close();
-      const session = client.session();
-      users.set(user, session);
-      if (client.state !== 'unknown' && client.state !== 'ok') user.status(statusOf(client.state));
+      const session = users.open(user);
+      if (!session) user.status({ fill: 'red', shape: 'ring', text: RED._('localbattery-device.status.invalid') });
       return session;
     };
-    /** Users' last work on closing (a hand-back): the client stays until it has settled. */
-    const farewells = new Set<Promise<void>>();
-    node.leave = (user: Node, after?: Promise<unknown>) => {
-      const session = users.get(user);
-      users.delete(user);
-      if (!after) {
-        session?.close();
-        return;
-      }
-      const farewell: Promise<void> = after
-        .then(
-          () => undefined,
-          () => undefined,
-        )
-        .finally(() => {
-          session?.close();
-          farewells.delete(farewell);
-        });
-      farewells.add(farewell);
-    };
+    node.leave = (user: Node, after?: Promise<unknown>) => users.leave(user, after);
 
     // What still waits is rejected, after the users' farewells; no timer is left. Node-RED calls every close handler
     // of a stop in one go, in an order that depends on the flows: on the next turn every user's farewell is known.
     node.on('close', (done: () => void) => {
       if (device !== undefined) configsAt.get(device)?.delete(node);
       setImmediate(() => {
-        for (const session of users.values()) session.close();
-        users.clear();
-        void Promise.all(farewells).then(() => {
-          client?.close();
-          client = undefined;
+        void users.close().then(() => {
           node.client = undefined;
           done();
         });
@@ -176,6 +145,13 @@ export = function (RED: NodeAPI) {
   RED.nodes.registerType('localbattery-device', DeviceNode as unknown as Parameters<NodeAPI['nodes']['registerType']>[1], {
     credentials: { password: { type: 'password' } },
   });
+
+  serveEditor(RED);
+};
+
+/** The editor's admin routes. */
+function serveEditor(RED: NodeAPI): void {
+  const util = utilOf(RED);
 
   // Admin routes for the editor. The request bodies may carry passwords: never log them.
   const read = RED.auth.needsPermission('localbattery-device.read');
@@ -260,4 +236,4 @@ export = function (RED: NodeAPI) {
       client?.close();
     }
   });
-};
+}

@@ -2,12 +2,11 @@
  * Set password node: on input, changes the device password (User.SetConfig) from the config node's
  * password to a new one taken from this node's credential or, if so configured, from msg.payload.
  * The shared client uses the new password at once; the config node still holds the old one, so the node
- * tells the user to update it. The new password never appears in a msg, log, status or error.
+ * tells the user to update it. The new password never appears in a msg, log, status or error. Where it comes from
+ * and its check are src/flow/password.ts.
  */
 import type { Node, NodeAPI, NodeDef, NodeMessageInFlow } from 'node-red';
-import { ValidationError } from '../src/errors';
-import { checkPassword, MAX_PASSWORD_BYTES } from '../src/device/password-crypto';
-import { describeInputs, oneOf } from '../src/editor/inputs';
+import { PasswordSource } from '../src/flow/password';
 import { deviceOf, serveDevice, keepErrorCodes } from './shared';
 
 interface PasswordDef extends NodeDef {
@@ -20,52 +19,34 @@ interface PasswordCredentials {
   password?: string;
 }
 
-/** Where the new password comes from: the node's credential or msg.payload. */
-const passwordInputs = describeInputs({
-  source: { setting: 'source', fallback: 'field', parse: oneOf(['field', 'payload'] as const) },
-});
-
 export = function (RED: NodeAPI) {
   function PasswordNode(this: Node<PasswordCredentials>, config: PasswordDef) {
     RED.nodes.createNode(this, config);
     const node = this;
     keepErrorCodes(RED, node);
-    const deployed = passwordInputs.deploy(config);
-    if (deployed.error) {
+    const source = new PasswordSource(config);
+    if (source.configError) {
       node.status({ fill: 'red', shape: 'ring', text: RED._('localbattery-password.status.invalid') });
-      node.error(deployed.error.message);
+      node.error(source.configError.message);
     }
-    // An unknown source strips msg.payload too: it may hold a password.
-    const fromPayload = deployed.values.source !== 'field';
     const missing = RED._('localbattery-password.errors.noDevice');
     const device = deviceOf(RED, node, config.device, missing);
-    // The new password leaves the message before anything can fail: a Catch node gets a copy of the msg.
-    const take = (msg: NodeMessageInFlow): unknown => {
-      const candidate: unknown = fromPayload ? msg.payload : node.credentials?.password;
-      if (fromPayload) delete msg.payload;
-      return candidate;
-    };
     const life = serveDevice(
       node,
       device,
       missing,
       async (msg, client, candidate) => {
-        if (deployed.error) throw deployed.error;
-        const field = fromPayload ? 'new password (msg.payload)' : 'new password';
-        if (candidate !== undefined && typeof candidate !== 'string') {
-          throw new ValidationError(field, `(${typeof candidate})`, `a text of 1 to ${MAX_PASSWORD_BYTES} bytes`);
-        }
-        // Checked here as well as in the client, so the message names where the password came from.
-        checkPassword(candidate, field);
+        const password = source.check(candidate);
         node.status({ fill: 'blue', shape: 'ring', text: RED._('localbattery-password.status.changing') });
-        await client.changePassword(candidate);
+        await client.changePassword(password);
         if (life.closed) return undefined;
         node.status({ fill: 'yellow', shape: 'dot', text: RED._('localbattery-password.status.changed') });
         node.warn(RED._('localbattery-password.warn.updateConfig', { device: device!.name || device!.id }));
         msg.payload = { result: true };
         return msg;
       },
-      take,
+      // The new password leaves the message before anything can fail: a Catch node gets a copy of the msg.
+      (msg: NodeMessageInFlow) => source.take(msg, node.credentials?.password),
     );
   }
 

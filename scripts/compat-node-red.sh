@@ -5,7 +5,7 @@
 # into a temporary directory (never into this repository's node_modules, package.json or package-lock.json), builds
 # the package with `npm run build`, then with that Node binary:
 #   1. runs the mocha suite with that Node-RED as the runtime under test (NODE_RED_RUNTIME, read by test/support.ts;
-#      the core nodes that test/examples.test.ts loads come from it too, see the preload below, and
+#      the core nodes that test/examples-support.ts loads come from it too, see the preload below, and
 #      test/editor.test.ts drives chromium against one it starts);
 #   2. starts that Node-RED with a temporary user directory holding this package (a symlink, as scripts/demo.js does),
 #      the device simulator and every example flow pointed at it, armed, and checks through the admin HTTP API and the
@@ -14,7 +14,8 @@
 # Everything stops and the temporary directory is removed at the end. Exits non-zero when anything fails.
 #
 # Environment: NODE_LINE (default 22, or current), NODE_RED_RANGE (default 5), MOCHA_REPORTER (default dot),
-# KEEP_TMP=1 (keep the temporary directory for inspection). .ci/run uses it for the lowest supported Node-RED and 5.
+# TESTS=node-red (only the test files that load Node-RED or our nodes, see .mocharc.cjs), KEEP_TMP=1 (keep the
+# temporary directory for inspection). .ci/run uses it for the lowest supported Node-RED and 5.
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -65,7 +66,7 @@ BUILD_NODE_VERSION="$(node --version)"
 (cd "$ROOT" && npm run --silent build:test)
 
 # ---- 3. Mocha on that Node against that Node-RED ----
-# test/examples.test.ts loads core nodes with require.resolve('@node-red/nodes/core/...') and the editor test spawns
+# test/examples-support.ts loads core nodes with require.resolve('@node-red/nodes/core/...') and the editor test spawns
 # require.resolve('node-red/red.js'): from the repository both would find the devDependency Node-RED. This preload
 # maps exactly those two requests to the Node-RED under test; everything else resolves as usual.
 cat >"$WORK/nr-under-test.js" <<'EOF'
@@ -94,13 +95,11 @@ fi
 
 MOCHA_ARGS=(--require "$WORK/nr-under-test.js" --reporter "$MOCHA_REPORTER")
 set +e
-# As npm test: the parallel run, then the tests that run alone.
+# As npm test (.mocharc.cjs; with TESTS=node-red only the files that load Node-RED or our nodes).
 (cd "$ROOT" && "$NODE_BIN" node_modules/mocha/bin/mocha.js "${MOCHA_ARGS[@]}") 2>&1 | tee "$WORK/mocha.log"
 MOCHA_RC=${PIPESTATUS[0]}
-(cd "$ROOT" && "$NODE_BIN" node_modules/mocha/bin/mocha.js --config .mocharc.alone.json "${MOCHA_ARGS[@]}") 2>&1 | tee -a "$WORK/mocha.log"
-[ "${PIPESTATUS[0]}" -eq 0 ] || MOCHA_RC=1
 set -e
-# Sums "<n> passing" (failing, pending) over both runs; a word that does not occur counts 0.
+# Sums "<n> passing" (failing, pending); a word that does not occur counts 0.
 count() { awk -v word="$1" '$1 ~ /^[0-9]+$/ && $2 == word { sum += $1 } END { print sum + 0 }' "$WORK/mocha.log"; }
 PASSING="$(count passing)"
 FAILING="$(count failing)"

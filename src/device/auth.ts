@@ -4,6 +4,7 @@
  * writes that challenge, lets digest-fetch parse it, and sends the header pre-emptively in one round trip. A real
  * `WWW-Authenticate` challenge goes through the same digest-fetch calls.
  */
+import { randomBytes } from 'node:crypto';
 import type { DigestClient } from 'digest-fetch' with { 'resolution-mode': 'import' };
 
 /** HTTP + Digest (the specification's mode) or none (the maker's HTTP mode, which other integrations use). */
@@ -16,6 +17,11 @@ export interface DigestSeed {
   nonce: string;
   /** The vendor's worked example sends an empty opaque. */
   opaque?: string;
+}
+
+/** The nonce the client puts in its own challenge (the device takes any; fresh per request as a server's would be). */
+export function clientNonce(): string {
+  return randomBytes(8).toString('hex');
 }
 
 export interface DigestRequest {

@@ -18,8 +18,7 @@ import {
   type PowerLimits,
   type WritePoint,
 } from '../points/catalogue';
-import { AUTH_MODES, answerChallenge, digestAuthorization, isHeaderSafe, type AuthMode, type DigestSeed } from './auth';
-import { randomNonce } from '../simulator/digest';
+import { AUTH_MODES, answerChallenge, clientNonce, digestAuthorization, isHeaderSafe, type AuthMode, type DigestSeed } from './auth';
 import type { DeviceState } from './device-state';
 import {
   BadResponseError,
@@ -501,7 +500,7 @@ export class DeviceClient extends EventEmitter implements QueueMember, DeviceOpe
       const target =
         `/rpc/${call.operation}` + (call.config === undefined ? '' : `?config=${encodeURIComponent(JSON.stringify(call.config))}`);
       // An empty opaque, as in the vendor's own worked example (field notes).
-      const seed = () => ({ realm: call.realm ?? CLIENT_REALM, nonce: call.nonce ?? randomNonce(), opaque: '' });
+      const seed = () => ({ realm: call.realm ?? CLIENT_REALM, nonce: call.nonce ?? clientNonce(), opaque: '' });
       let answer = await this.send(call, target, seed(), context);
       if (answer.status === 503) {
         context.tooEarly();

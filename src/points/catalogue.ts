@@ -6,43 +6,12 @@
  */
 import { ValidationError } from '../errors';
 import { homeAssistantSensor, type HomeAssistantSensor } from './home-assistant';
+import type { EnumOption, ModelClass, ReadPoint, ReadType } from './read-point';
 import { decimalNumber } from '../numbers';
 
-export type ReadType = 'string' | 'num' | 'float' | 'enum';
+export type { EnumOption, ModelClass, ReadPoint, ReadType } from './read-point';
+
 export type WriteType = 'enum' | 'uint' | 'int';
-
-export interface EnumOption {
-  value: number;
-  label: string;
-  /** A value shipped devices report that the specification does not list. */
-  beyondSpec?: true;
-  source?: string;
-}
-
-/** Model classes whose point sets the maker's tables and the public integrations tell apart. */
-export type ModelClass = '1600' | '2000';
-
-export interface ReadPoint {
-  direction: 'read';
-  address: number;
-  name: string;
-  label: string;
-  category: string;
-  type: ReadType;
-  unit?: string;
-  /** Labels of enumerated values (also for Num points whose values the spec enumerates). */
-  enum?: EnumOption[];
-  /** Value encoding that needs more than a number, e.g. hour and minute packed into one number. */
-  format?: 'hourMinute';
-  note?: string;
-  /** Name of the write point that changes this setting. */
-  writtenBy?: string;
-  /** A point shipped devices serve that the specification does not list; `source` says where it is documented. */
-  beyondSpec?: true;
-  source?: string;
-  /** The model classes that serve the point, where the sources say. */
-  models?: ModelClass[];
-}
 
 export interface WritePoint {
   direction: 'write';

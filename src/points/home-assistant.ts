@@ -3,7 +3,7 @@
  * catalogue already says (unit, type, enum labels, name), so points added to the catalogue get it too.
  * The keys are Home Assistant's own, ready to go into an MQTT discovery config.
  */
-import type { ReadPoint } from './catalogue';
+import type { ReadPoint } from './read-point';
 
 export type StateClass = 'measurement' | 'total' | 'total_increasing';
 

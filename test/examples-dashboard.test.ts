@@ -1,0 +1,108 @@
+/** The Dashboard example in Node-RED against the simulator, its widgets as helper nodes (see examples.test.ts). */
+import should from 'should';
+import { helper, PASSWORD, startSimulator } from './support';
+import type { DeviceSimulator } from '../src/simulator';
+import { pointByName } from '../src/points/catalogue';
+import { lastStatus } from './node-support';
+import { CORE_NODES, OUR_NODES, type FlowNode, prepared, idOf, until, settle } from './examples-support';
+
+describe('Dashboard example', function () {
+  this.timeout(40000);
+  let simulator: DeviceSimulator;
+  let loaded: FlowNode[] = [];
+  const flowOf = () => loaded;
+
+  afterEach(async () => {
+    await helper.unload();
+    await simulator?.stop();
+  });
+
+  /**
+   * The example with each dashboard widget replaced by a helper node (same id and wires, named "type: label"), so
+   * the test sees what a widget would show and sends what it would send; the dashboard's config nodes go. `armed`
+   * enables the nodes that write. The real dashboard runs in test/dashboard.test.ts.
+   */
+  async function run(armed: boolean | string[]) {
+    simulator = await startSimulator();
+    const { flow, credentials } = prepared('Dashboard', simulator, PASSWORD, armed);
+    const nodes = flow
+      .filter((node) => node.type !== 'global-config' && !['ui-base', 'ui-theme', 'ui-page', 'ui-group'].includes(node.type))
+      .map((node): FlowNode => {
+        if (!node.type.startsWith('ui-')) return node;
+        return { id: node.id, z: 'tab', type: 'helper', name: `${node.type}: ${node.label ?? node.title}`, wires: node.wires ?? [] };
+      });
+    await helper.load([...OUR_NODES, ...CORE_NODES], nodes, credentials);
+    loaded = nodes;
+    return (name: string) => helper.getNode(idOf(nodes, (n) => n.type === 'helper' && n.name === name));
+  }
+
+  const first = (widget: { once: (event: string, listener: (msg: FlowNode) => void) => void }) =>
+    new Promise<FlowNode>((resolve) => widget.once('input', resolve));
+
+  it('shows the live points, the energy of today and the settings in its widgets; its controls are inert as imported', async () => {
+    const widget = await run(false);
+    // The first polls come 100 ms after deploy: listening now is in time.
+    const gauge = first(widget('ui-gauge: State of charge'));
+    const battery = first(widget('ui-text: Battery'));
+    const modeText = first(widget('ui-text: Working mode'));
+    const modeControl = first(widget('ui-dropdown: Working mode'));
+    const gridCharging = first(widget('ui-switch: Grid charging'));
+    const today = first(widget('ui-text: Solar today'));
+    const chart: FlowNode[] = [];
+    widget('ui-chart: Power (W), last hour').on('input', (msg: FlowNode) => chart.push(msg));
+
+    (await gauge).payload.should.be.within(simulator.soc - 1, simulator.soc + 1);
+    (await battery).payload.should.match(/^(charging \d+ W|discharging \d+ W|idle)$/);
+    (await modeText).payload.should.equal('Self-consumed Prioritized');
+    (await modeControl).payload.should.equal(1);
+    (await gridCharging).payload.should.equal(simulator.value(pointByName('gridCharging')!.address) === 1001 ? 1 : 0);
+    (await today).payload.should.match(/^\d+\.\d kWh$/);
+    await until(() => chart.length >= 4, 10000, 'four chart series');
+    chart
+      .slice(0, 4)
+      .map((msg) => msg.topic)
+      .should.eql(['Battery', 'Solar', 'Grid', 'AC output']);
+    chart.slice(0, 4).forEach((msg) => should(msg.payload).be.a.Number());
+
+    // Not armed: a press of Charge reaches no device (it went as far as it goes, and nothing was written).
+    const charge = widget('ui-button: Charge');
+    await settle([charge.id], () => charge.send({ topic: 'state', payload: 'charge' }));
+    simulator.workingMode.should.equal(1);
+    should(simulator.stats.byOperation['Vendor.SetData'] ?? 0).equal(0);
+  });
+
+  it('once armed: Charge at the slider power, a new power while charging, Standby, grid charging, working mode 1', async () => {
+    // Zero feed-in stays off: it would overrule the buttons (its own test follows).
+    const widget = await run(['battery setpoint', 'working mode', 'grid charging']);
+    widget('ui-slider: Power (W)').send({ topic: 'power', payload: 1200 });
+    widget('ui-button: Charge').send({ topic: 'state', payload: 'charge' });
+    await until(() => simulator.workingMode === 4 && simulator.controlState === 1, 15000, 'the simulator charging');
+    simulator.control.should.containEql({ state: 1, power: 1200, soc: 100 });
+    widget('ui-slider: Power (W)').send({ topic: 'power', payload: 600 });
+    await until(() => simulator.controlPower === 600, 10000, 'the new power applied while charging');
+    widget('ui-button: Standby').send({ topic: 'state', payload: 'standby' });
+    await until(() => simulator.controlState === 0, 10000, 'standby');
+
+    widget('ui-switch: Grid charging').send({ topic: 'gridCharging', payload: 1 });
+    await until(() => simulator.value(pointByName('gridCharging')!.address) === 1001, 10000, 'grid charging on');
+    // Handing control back: working mode 1 from the drop-down.
+    widget('ui-dropdown: Working mode').send({ topic: 'workingMode', payload: 1 });
+    await until(() => simulator.workingMode === 1, 10000, 'working mode 1');
+    simulator.stats.violations.should.be.empty();
+  });
+
+  it('once armed: the Zero feed-in switch holds the grid at about 0 W from the start; off keeps the last setpoint, on steers again', async () => {
+    const widget = await run(['zero feed-in']);
+    await until(() => simulator.workingMode === 4 && Math.abs(simulator.meterPower) <= 50, 20000, 'meter power near 0 W');
+    widget('ui-switch: Zero feed-in').send({ topic: 'enable', payload: false });
+    const zero: any = helper.getNode(idOf(flowOf(), (n) => n.name === 'zero feed-in'));
+    // Texts are keys here (no en-US catalogue in this test).
+    await until(() => lastStatus(zero)?.text?.endsWith('status.off') === true, 5000, 'the loop off');
+    const writes = simulator.stats.byOperation['Vendor.SetData'] ?? 0;
+    await new Promise((resolve) => setTimeout(resolve, 1500));
+    should(simulator.stats.byOperation['Vendor.SetData'] ?? 0).equal(writes);
+    widget('ui-switch: Zero feed-in').send({ topic: 'enable', payload: true });
+    await until(() => Math.abs(simulator.meterPower) <= 50, 20000, 'meter power near 0 W again');
+    simulator.stats.violations.should.be.empty();
+  });
+});
