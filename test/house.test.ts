@@ -147,7 +147,7 @@ describe('simulator house and battery model', function () {
       const sim = frozen({ meterFeed: { gapsS: [1, 8], seed } });
       sim.tick(120);
       const times = sim.takeMeterReadings().map((r) => r.sampledS);
-      return times.slice(1).map((t, i) => Math.round((t - times[i]!) * 100) / 100);
+      return times.slice(1).map((t, i) => Math.round((t - times[i]) * 100) / 100);
     };
     const first = gaps(5);
     first.length.should.be.within(120 / 8, 120);
