@@ -13,6 +13,8 @@ export interface MeterFeedOptions {
   /** Each reading is delivered this many seconds after it was taken (default 0). */
   lateS?: number;
   seed?: number;
+  /** The first reading is taken at this simulated second (default 0). */
+  startS?: number;
   /** The first reading taken at or after `atS` is off by `offsetW` (a bad reading: one only). */
   bad?: readonly { atS: number; offsetW: number }[];
 }
@@ -42,9 +44,10 @@ export class MeterFeed {
     this.lateS = options.lateS ?? 0;
     this.random = seededRandom(options.seed ?? 1);
     this.bad = [...(options.bad ?? [])].sort((a, b) => a.atS - b.atS);
+    this.nextS = options.startS ?? 0;
     const [low, high] = this.gapsS ?? [this.everyS, this.everyS];
-    if (!(low > 0 && high >= low) || !(this.lateS >= 0))
-      throw new RangeError('meter feed: everyS > 0, gapsS [min, max] with 0 < min <= max, lateS >= 0');
+    if (!(low > 0 && high >= low) || !(this.lateS >= 0) || !(this.nextS >= 0))
+      throw new RangeError('meter feed: everyS > 0, gapsS [min, max] with 0 < min <= max, lateS >= 0, startS >= 0');
   }
 
   /** The model stepped to `t` (s): takes a reading when one is due. */
