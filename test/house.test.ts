@@ -195,9 +195,9 @@ describe('simulator house and battery model', function () {
     sim.tick(1);
     setpoint(sim, 500);
     sim.tick(1);
-    [sim.gridPower, sim.meterPower, sim.meterSampledSeconds].should.eql([-200, 300, 0]);
+    [sim.gridPower, sim.meterPower, sim.value(11016), sim.meterSampledSeconds].should.eql([-200, 300, 300, 0]);
     sim.tick(1.05);
-    sim.meterPower.should.equal(-200);
+    [sim.meterPower, sim.value(11016)].should.eql([-200, -200]);
     sim.meterSampledSeconds.should.be.approximately(3, 0.06);
   });
 
