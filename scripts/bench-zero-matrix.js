@@ -7,7 +7,8 @@
 //   bad-readings              two single bad readings, +4 kW at 25 s and -4 kW at 60 s
 //   derated                   the battery delivers at most 600 W from 5 s to 65 s, though it accepts any setpoint
 //   device-meter              meter source 'device': the device's own meter, refreshing every 3 s (BK1600 Ultra)
-//   switch-off                on stop 'keep': msg.enable=false 2 s after the kettle's 2 kW steps (12 s, 42 s), on again (25 s, 55 s)
+//   switch-off                on stop 'keep': msg.enable=false 2 s after the kettle's 2 kW steps (12 s, 42 s), 1 s after
+//                             the microwave's 900 W step (77 s); on again (25 s, 55 s, 82 s)
 // The house (90 s unless --seconds): 300 W ± 10 W, 900 W of PV; a 2 kW kettle 10-40 s, a cloud taking 80 % of the PV
 // 48-70 s (4 s ramps), a 900 W microwave 76-86 s. Device: answers in 80-120 ms, refuses a request under 1 s.
 //
@@ -22,7 +23,9 @@
 // setpoint: the battery's power one dead time ahead is predicted from the setpoints already sent, and the setpoint is
 // the one whose lag brings the battery onto the need one second later, limited by the class's powers, by what the
 // battery delivers (derating) and, without grid charging, by min(0, load) (no charge from the grid); it writes only
-// when the setpoint moves by more than 20 W. At an exit ('keep') it writes the need as estimated, no pulse.
+// when the setpoint moves by more than 20 W. With the device's own meter a read is a request too: it reads once
+// after each refresh (it knows when) and writes in the other slots. At an exit ('keep') it writes the need as
+// estimated, no pulse.
 //
 // Figures: grid error energy ∫|grid − target| dt and its ratio to the oracle, the most setpoint reversals (moves over
 // 25 W changing direction) in one stretch of constant load, writes per minute, energy charged from the grid with grid
@@ -94,8 +97,10 @@ const VARIANTS = {
       { atS: 25, on: true },
       { atS: 42, on: false, stepS: 40 },
       { atS: 55, on: true },
+      { atS: 77, on: false, stepS: 76 },
+      { atS: 82, on: true },
     ],
-    label: "off 2 s after each 2 kW step (on stop 'keep'), on again",
+    label: "off 2 s after each 2 kW step, 1 s after the 900 W one (on stop 'keep'), on again",
   },
 };
 
@@ -325,9 +330,11 @@ function oracle(DeviceSimulator, variant, seconds) {
     const now = sim.simulatedSeconds;
     history.push({ t: now, b: sim.batteryPower });
     const readings = variant.feed ? sim.takeMeterReadings().map((r) => ({ grid: r.grid, at: r.sampledS })) : [];
-    // The device's own meter is read once a second, as the node reads it; a reading is new when the meter refreshed.
-    if (!variant.feed && i % Math.round(1 / dt) === 0 && sim.meterSampledSeconds !== lastMeterS) {
+    // The device's own meter: a read is a request, taken in the first free slot after the meter refreshed (a pulse's
+    // second half goes first).
+    if (!variant.feed && sim.meterSampledSeconds !== lastMeterS && now + 1e-9 >= nextSlot && !pulsing) {
       lastMeterS = sim.meterSampledSeconds;
+      nextSlot = now + 1;
       readings.push({ grid: sim.meterPower, at: lastMeterS });
     }
     for (const r of readings) estimator.reading(r.grid + batteryAt(history, r.at));
