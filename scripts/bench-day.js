@@ -191,6 +191,7 @@ function run(name, hours, makeLoop) {
     windUpS: 0,
     windUpWh: 0,
     hourly: [],
+    counted: 0,
   };
   const wh = DT / H;
   const steps = Math.round((hours * H) / DT);
