@@ -7,7 +7,7 @@
 //   bad-readings              two single bad readings, +4 kW at 25 s and -4 kW at 60 s
 //   derated                   the battery delivers at most 600 W from 5 s to 65 s, though it accepts any setpoint
 //   device-meter              meter source 'device': the device's own meter, refreshing every 3 s (BK1600 Ultra)
-//   switch-off                on stop 'keep': msg.enable=false 2 s after the kettle's 2 kW steps (12 s, 42 s), 1 s after
+//   switch-off(-slow)         on stop 'keep': msg.enable=false 2 s after the kettle's 2 kW steps (12 s, 42 s), 1 s after
 //                             the microwave's 900 W step (77 s); on again (25 s, 55 s, 82 s)
 // The house (90 s unless --seconds): 300 W ± 10 W, 900 W of PV; a 2 kW kettle 10-40 s, a cloud taking 80 % of the PV
 // 48-70 s (4 s ramps), a 900 W microwave 76-86 s. Device: answers in 80-120 ms, refuses a request under 1 s.
@@ -54,6 +54,19 @@ const JUMP_W = 2500;
 const NOISE_W = 25;
 
 const BASE = { deadTimeS: 1, lagS: 1.5, feed: { everyS: 1, startS: 0.5 }, node: {}, sim: {}, toggles: [] };
+const SWITCH_OFF = {
+  ...BASE,
+  node: { onStop: 'keep' },
+  toggles: [
+    { atS: 12, on: false, stepS: 10 },
+    { atS: 25, on: true },
+    { atS: 42, on: false, stepS: 40 },
+    { atS: 55, on: true },
+    { atS: 77, on: false, stepS: 76 },
+    { atS: 82, on: true },
+  ],
+  label: "off 2 s after each 2 kW step, 1 s after the 900 W one (on stop 'keep'), on again",
+};
 const VARIANTS = {
   'lag-0.5': { ...BASE, deadTimeS: 0.5, lagS: 0.5, label: 'battery dead time 0.5 s, lag 0.5 s' },
   'lag-1.5': { ...BASE, label: 'battery dead time 1 s, lag 1.5 s (reference)' },
@@ -74,6 +87,7 @@ const VARIANTS = {
     ...BASE,
     feed: {
       everyS: 1,
+      startS: 0.5,
       bad: [
         { atS: 25, offsetW: 4000 },
         { atS: 60, offsetW: -4000 },
@@ -89,19 +103,8 @@ const VARIANTS = {
     node: { meterSource: 'device', meterInterval: '1' },
     label: "device's own meter, refreshing every 3 s",
   },
-  'switch-off': {
-    ...BASE,
-    node: { onStop: 'keep' },
-    toggles: [
-      { atS: 12, on: false, stepS: 10 },
-      { atS: 25, on: true },
-      { atS: 42, on: false, stepS: 40 },
-      { atS: 55, on: true },
-      { atS: 77, on: false, stepS: 76 },
-      { atS: 82, on: true },
-    ],
-    label: "off 2 s after each 2 kW step, 1 s after the 900 W one (on stop 'keep'), on again",
-  },
+  'switch-off': SWITCH_OFF,
+  'switch-off-slow': { ...SWITCH_OFF, deadTimeS: 2, lagS: 5, label: 'the same with battery dead time 2 s, lag 5 s (longer pulses)' },
 };
 
 const HOUSE = {
