@@ -129,6 +129,90 @@ describe('simulator house and battery model', function () {
     (() => parseSimulatorArgs(['--house', 'constructor'])).should.throw(/--house needs demo/);
   });
 
+  it('feeds a meter outside the device: every 3 s, 1 s late, the grid as it was when taken', () => {
+    const sim = frozen({ meterFeed: { everyS: 3, lateS: 1, startS: 0.5 } });
+    const taken: { sampledS: number; deliveredS: number; grid: number }[] = [];
+    for (let i = 0; i < 100; i++) {
+      if (i === 40) setpoint(sim, 500); // at 4 s: the grid falls from 300 to -200
+      sim.tick(0.1);
+      for (const r of sim.takeMeterReadings()) taken.push({ ...r, deliveredS: sim.simulatedSeconds });
+    }
+    taken.map((r) => Math.round(r.sampledS * 10) / 10).should.eql([0.5, 3.5, 6.5]);
+    for (const r of taken) r.deliveredS.should.be.approximately(r.sampledS + 1, 0.11);
+    taken.map((r) => r.grid).should.eql([300, 300, -200]);
+  });
+
+  it('feeds a meter at random gaps of 1 to 8 s, the same for the same seed', () => {
+    const gaps = (seed: number) => {
+      const sim = frozen({ meterFeed: { gapsS: [1, 8], seed } });
+      sim.tick(120);
+      const times = sim.takeMeterReadings().map((r) => r.sampledS);
+      return times.slice(1).map((t, i) => Math.round((t - times[i]) * 100) / 100);
+    };
+    const first = gaps(5);
+    first.length.should.be.within(120 / 8, 120);
+    for (const gap of first) gap.should.be.within(1, 8.06);
+    first.should.eql(gaps(5));
+    first.should.not.eql(gaps(6));
+    Math.max(...first).should.be.above(5); // really spread, not a fixed pace
+  });
+
+  it('injects single bad readings into the feed at given times', () => {
+    const sim = frozen({
+      meterFeed: {
+        everyS: 1,
+        bad: [
+          { atS: 4.5, offsetW: 4000 },
+          { atS: 7, offsetW: -4000 },
+        ],
+      },
+    });
+    sim.tick(10);
+    const readings = sim.takeMeterReadings();
+    readings.map((r) => r.grid).should.eql([300, 300, 300, 300, 300, 4300, 300, -3700, 300, 300, 300]);
+    readings
+      .filter((r) => r.bad)
+      .map((r) => Math.round(r.sampledS))
+      .should.eql([5, 7]);
+  });
+
+  it('derates: accepts any setpoint but delivers at most maxW during the window', () => {
+    const sim = frozen({ derating: [{ atS: 5, durationS: 10, maxW: 600 }] });
+    setpoint(sim, 1500);
+    sim.tick(4);
+    sim.batteryPower.should.equal(1500);
+    sim.tick(2);
+    [sim.batteryPower, sim.controlPower].should.eql([600, 1500]);
+    setpoint(sim, -2000);
+    sim.tick(1);
+    sim.batteryPower.should.equal(-600);
+    sim.tick(9);
+    sim.batteryPower.should.equal(-2000);
+  });
+
+  it("refreshes the device's own meter only every 3 s when asked (BK1600 Ultra)", () => {
+    const sim = frozen({ meterRefreshS: 3 });
+    sim.tick(1);
+    setpoint(sim, 500);
+    sim.tick(1);
+    [sim.gridPower, sim.meterPower, sim.value(11016), sim.meterSampledSeconds].should.eql([-200, 300, 300, 0]);
+    sim.tick(1.05);
+    [sim.meterPower, sim.value(11016)].should.eql([-200, -200]);
+    sim.meterSampledSeconds.should.be.approximately(3, 0.06);
+  });
+
+  it('runs a day: PV as a bell from sunrise to sunset, a battery of the given capacity and SOC', () => {
+    const house = new House({ pvW: 2000, pvDay: { sunriseS: 6 * 3600, sunsetS: 20 * 3600 } });
+    [house.pv(3 * 3600), house.pv(13 * 3600), house.pv(22 * 3600), house.pv(37 * 3600)].should.eql([0, 2000, 0, 2000]);
+    house.pv(9.5 * 3600).should.be.approximately(1000, 1);
+    const sim = frozen({ capacityKwh: 2, initialSoc: 20 });
+    setpoint(sim, -2000);
+    sim.tick(360); // 200 Wh into 2 kWh: 10 %
+    sim.exactSoc.should.be.approximately(30, 1e-6);
+    (() => new House({ pvDay: { sunriseS: 10, sunsetS: 5 } })).should.throw(/pvDay/);
+    (() => frozen({ derating: [{ atS: 0, durationS: 0, maxW: 1 }] })).should.throw(/derating/);
+  });
+
   it('keeps time-scale: a running model can be frozen and resumed', () => {
     const sim = frozen();
     sim.timeScale = 0;

@@ -20,6 +20,7 @@ import {
   type WritePoint,
 } from '../points/catalogue';
 import { House, type HouseScenario } from './house';
+import { MeterFeed, type FeedReading, type MeterFeedOptions } from './meter-feed';
 
 export interface ControlSettings {
   state: number;
@@ -76,6 +77,18 @@ export interface DeviceModelOptions {
   deadTimeS?: number;
   lagS?: number;
   meterDelayS?: number;
+  meterRefreshS?: number;
+  derating?: readonly Derating[];
+  capacityKwh?: number;
+  initialSoc?: number;
+  meterFeed?: MeterFeedOptions;
+}
+
+/** A window in which the battery accepts any setpoint but delivers at most `maxW` either way (cold, SOC stop, a smaller unit). */
+export interface Derating {
+  atS: number;
+  durationS: number;
+  maxW: number;
 }
 
 /** The longest step of the model, simulated s: short against the battery's lag and dead time. */
@@ -102,6 +115,12 @@ export class DeviceModel {
   private readonly deadTimeS: number;
   private readonly lagS: number;
   private readonly meterDelayS: number;
+  private readonly meterRefreshS: number;
+  private readonly derating: readonly Derating[];
+  private readonly feed: MeterFeed | undefined;
+  /** The simulated second the meter's reading (meterW) shows. */
+  meterSampledS = 0;
+  private nextMeterRefreshS = 0;
   /** Wanted battery power by simulated time, kept for the dead time. */
   private readonly demands: { t: number; v: Demand }[] = [];
   /** True grid power by simulated time, kept for the meter's delay. */
@@ -143,7 +162,7 @@ export class DeviceModel {
     this.modelClass = options.model;
     const served = new Set(modelAddresses(this.modelClass));
     this.unsupported = new Set([...options.unsupported, ...READ_POINTS.map((p) => p.address).filter((a) => !served.has(a))]);
-    this.capacityKwh = RATED_CAPACITY_KWH[this.modelClass];
+    this.capacityKwh = options.capacityKwh ?? RATED_CAPACITY_KWH[this.modelClass];
     this.serialNumber = options.serialNumber;
     this.type = options.type;
     this.blankIdentity = options.blankIdentity;
@@ -153,12 +172,23 @@ export class DeviceModel {
     this.deadTimeS = options.deadTimeS ?? 0;
     this.lagS = options.lagS ?? 0;
     this.meterDelayS = options.meterDelayS ?? 0;
+    this.meterRefreshS = options.meterRefreshS ?? 0;
+    this.derating = options.derating ?? [];
+    this.feed = options.meterFeed ? new MeterFeed(options.meterFeed) : undefined;
     for (const [name, value] of [
       ['deadTimeS', this.deadTimeS],
       ['lagS', this.lagS],
       ['meterDelayS', this.meterDelayS],
+      ['meterRefreshS', this.meterRefreshS],
     ] as const)
       if (!Number.isFinite(value) || value < 0) throw new RangeError(`${name} must be a number >= 0`);
+    if (!(this.capacityKwh > 0)) throw new RangeError('capacityKwh must be a number > 0');
+    if (options.initialSoc !== undefined) {
+      if (!(options.initialSoc >= 0 && options.initialSoc <= 100)) throw new RangeError('initialSoc must be 0 to 100');
+      this.socExact = options.initialSoc;
+    }
+    for (const d of this.derating)
+      if (!(d.atS >= 0 && d.durationS > 0 && d.maxW >= 0)) throw new RangeError('derating: atS >= 0, durationS > 0, maxW >= 0');
     for (const write of WRITE_POINTS) {
       if (write.realTimeOnly) continue;
       const name = write.readAs ?? write.name;
@@ -324,7 +354,9 @@ export class DeviceModel {
 
     // The battery acts on what it was asked dead-time ago (over this step: at its start), with a first-order lag.
     const demand = this.classLimited(this.batteryDemand(this.loadW - this.pvW));
-    const { power: target, floor, ceiling } = this.delayed(this.demands, t, this.deadTimeS > 0 ? this.deadTimeS + dt : 0, demand, IDLE);
+    const { power: wanted, floor, ceiling } = this.delayed(this.demands, t, this.deadTimeS > 0 ? this.deadTimeS + dt : 0, demand, IDLE);
+    const cap = this.deliverable(t);
+    const target = Math.max(-cap, Math.min(cap, wanted));
     let power = this.lagS > 0 ? this.batteryPowerW + (target - this.batteryPowerW) * (1 - Math.exp(-dt / this.lagS)) : target;
     const capacityWh = this.capacityKwh * 1000;
     const before = this.socExact;
@@ -339,13 +371,32 @@ export class DeviceModel {
     this.socExact = Math.min(100, Math.max(0, after));
     this.batteryPowerW = power;
     this.gridW = this.loadW - this.pvW - power;
-    this.meterW = this.delayed(this.grids, t, this.meterDelayS, this.gridW, this.grids[0]?.v ?? this.gridW);
+    const meter = this.delayed(this.grids, t, this.meterDelayS, this.gridW, this.grids[0]?.v ?? this.gridW);
+    // A meter that refreshes every meterRefreshS holds its reading in between (the BK1600 Ultra's own: 3 s).
+    if (t + 1e-9 >= this.nextMeterRefreshS) {
+      this.meterW = meter;
+      this.meterSampledS = Math.max(0, t - this.meterDelayS);
+      if (this.meterRefreshS > 0) this.nextMeterRefreshS = (Math.floor((t + 1e-9) / this.meterRefreshS) + 1) * this.meterRefreshS;
+    }
+    this.feed?.step(t, this.gridW, power);
 
     const movedWh = ((this.socExact - before) / 100) * capacityWh;
     if (movedWh > 0) this.addEnergy(['batteryChargeEnergyDaily', 'batteryChargeEnergyTotal'], movedWh);
     if (movedWh < 0) this.addEnergy(['batteryDischargeEnergyDaily', 'batteryDischargeEnergyTotal', 'acOutputEnergyTotal'], -movedWh);
     if (this.gridW > 0) this.addEnergy(['acInputEnergyTotal'], (this.gridW * dt) / 3600);
     this.addEnergy(['pvEnergyDaily', 'pvEnergyTotal'], (this.pvW * dt) / 3600);
+  }
+
+  /** The most the battery delivers at `t`, W, either way. */
+  private deliverable(t: number): number {
+    let cap = Infinity;
+    for (const d of this.derating) if (t >= d.atS && t < d.atS + d.durationS) cap = Math.min(cap, d.maxW);
+    return cap;
+  }
+
+  /** The meter feed's readings delivered by now (none without a feed). */
+  takeFeed(): FeedReading[] {
+    return this.feed ? this.feed.take(this.simSeconds) : [];
   }
 
   /** Records `value` at `t` and gives the one in force `delay` before: `initial` while nothing is that old. */

@@ -40,8 +40,10 @@ export interface HouseScenario {
   /** The base load varies by up to ± this, a new value each second (default 0). */
   noiseW?: number;
   appliances?: readonly ApplianceCycle[];
-  /** Clear-sky PV power, W (default 0). */
+  /** Clear-sky PV power, W (default 0); at noon when `pvDay` is given. */
   pvW?: number;
+  /** A day's PV: a bell (sin²) from sunrise to sunset, simulated seconds, repeating every 24 h; none at night. */
+  pvDay?: { sunriseS: number; sunsetS: number };
   events?: readonly HouseEvent[];
 }
 
@@ -79,6 +81,16 @@ function into(event: HouseEvent, t: number): number | undefined {
   return event.durationS === undefined || since < event.durationS ? since : undefined;
 }
 
+const DAY_S = 86400;
+
+/** The share of the clear-sky PV the sun gives at `t`: 1 without a day's curve. */
+function daylight(day: HouseScenario['pvDay'], t: number): number {
+  if (!day) return 1;
+  const since = (t % DAY_S) - day.sunriseS;
+  const length = day.sunsetS - day.sunriseS;
+  return since <= 0 || since >= length ? 0 : Math.sin((Math.PI * since) / length) ** 2;
+}
+
 export class House {
   constructor(private readonly scenario?: HouseScenario) {
     if (!scenario) return;
@@ -91,6 +103,9 @@ export class House {
         throw new RangeError(`house event ${event.name ?? event.atS}: atS >= 0, everyS > 0 and cloud in 0..1`);
     for (const appliance of scenario.appliances ?? [])
       if (!(appliance.onS > 0 && appliance.offS >= 0)) throw new RangeError(`appliance ${appliance.name ?? ''}: onS > 0 and offS >= 0`);
+    const day = scenario.pvDay;
+    if (day && !(day.sunriseS >= 0 && day.sunsetS > day.sunriseS && day.sunsetS <= DAY_S))
+      throw new RangeError('pvDay: 0 <= sunriseS < sunsetS <= 86400');
   }
 
   /** House load at simulated second `t`, W. */
@@ -121,6 +136,6 @@ export class House {
       const depth = ramp > 0 ? Math.min(1, since / ramp, left / ramp) : 1;
       share *= 1 - event.cloud * depth;
     }
-    return Math.max(0, (s.pvW ?? 0) * share);
+    return Math.max(0, (s.pvW ?? 0) * share * daylight(s.pvDay, t));
   }
 }

@@ -7,13 +7,15 @@
 import { type ModelClass } from '../points/catalogue';
 import type { HouseScenario } from './house';
 import { checkPassword } from '../device/password-crypto';
-import { DeviceModel, defaultUnsupportedAddresses, type ControlSettings } from './device';
+import { DeviceModel, defaultUnsupportedAddresses, type ControlSettings, type Derating } from './device';
+import type { FeedReading, MeterFeedOptions } from './meter-feed';
 import { DiscoveryResponder, advertisableAddress } from './discovery';
 import { startMdnsResponder, type MdnsResponder } from './mdns';
 import { FAULTS, SimulatorHttp, type Fault, type SimulatorAuth, type SimulatorStats } from './server';
 import net from 'node:net';
 
-export { defaultUnsupportedAddresses, modelAddresses, type ControlSettings } from './device';
+export { defaultUnsupportedAddresses, modelAddresses, type ControlSettings, type Derating } from './device';
+export { MeterFeed, type FeedReading, type MeterFeedOptions } from './meter-feed';
 export { DEMO_HOUSE, HOUSE_PRESETS, House, seededRandom, type ApplianceCycle, type HouseEvent, type HouseScenario } from './house';
 export { FAULTS, type Fault, type SimulatorAuth, type SimulatorStats, type Violation } from './server';
 
@@ -72,6 +74,16 @@ export interface SimulatorOptions {
   lagS?: number;
   /** The meter's reading (11016, 21028) is the true grid power this many simulated seconds ago. */
   meterDelayS?: number;
+  /** The device's meter (11016, 21028) takes a new reading only every this many simulated seconds (0: always new). */
+  meterRefreshS?: number;
+  /** Windows in which the battery delivers at most maxW, whatever its setpoint. */
+  derating?: readonly Derating[];
+  /** The battery's capacity (default: the model class's rated capacity). */
+  capacityKwh?: number;
+  /** SOC at start, % (default 50). */
+  initialSoc?: number;
+  /** A grid meter outside the device, for a bench to deliver by message (takeMeterReadings). */
+  meterFeed?: MeterFeedOptions;
 }
 
 export const SIMULATOR_DEFAULTS = {
@@ -141,6 +153,11 @@ export class DeviceSimulator {
       deadTimeS: options.deadTimeS,
       lagS: options.lagS,
       meterDelayS: options.meterDelayS,
+      meterRefreshS: options.meterRefreshS,
+      derating: options.derating,
+      capacityKwh: options.capacityKwh,
+      initialSoc: options.initialSoc,
+      meterFeed: options.meterFeed,
     });
     this.http = new SimulatorHttp(
       {
@@ -302,6 +319,18 @@ export class DeviceSimulator {
   get meterPower(): number {
     this.device.advance();
     return Math.round(this.device.meterW);
+  }
+
+  /** The simulated second the meter's reading shows (its delay and refresh). */
+  get meterSampledSeconds(): number {
+    this.device.advance();
+    return this.device.meterSampledS;
+  }
+
+  /** The meter feed's readings delivered since the last call, oldest first (none without `meterFeed`). */
+  takeMeterReadings(): FeedReading[] {
+    this.device.advance();
+    return this.device.takeFeed();
   }
 
   /** The true grid power now: house load - PV - battery power, W, positive = import (unrounded). */
