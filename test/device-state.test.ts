@@ -60,10 +60,14 @@ describe('device state (one truth about each device)', function () {
     return client;
   }
 
-  /** Every write the device accepted, as the device state saw it. */
+  /** Every write of `client` the device accepted, in order. */
   function acceptedWrites(client: DeviceClient): string[] {
     const writes: string[] = [];
-    client.deviceState.on('write', (at: number, values: number[]) => writes.push(`${at}=${JSON.stringify(values)}`));
+    const writeRange = client.writeRange.bind(client);
+    client.writeRange = async (at, values, context) => {
+      await writeRange(at, values, context);
+      writes.push(`${at}=${JSON.stringify(values)}`);
+    };
     return writes;
   }
 
@@ -86,6 +90,7 @@ describe('device state (one truth about each device)', function () {
         { ...SETTINGS, limits: { chargeLimit: 2400, dischargeLimit: 2400 } },
       );
       return {
+        controller,
         start: () => [settle(gridOn.write('gridChargingSetting', 1)), settle(controller.apply(charge))],
         stop: () => [settle(modeOne.write('workingModeSetting', 1)), settle(gridOff.write('gridChargingSetting', 0))],
       };
@@ -106,6 +111,33 @@ describe('device state (one truth about each device)', function () {
       writes.should.not.containEql(`${REAL_TIME.stateAddress}=[1,1500,90]`);
       simulator.control.state.should.not.equal(STATE_CODES.charge);
     });
+
+    // The issue's case: a slow device (answers after 1 s), and the line busy when "start" comes.
+    for (const busy of ["the control node's start read of the mode", "a monitor's read", 'nothing']) {
+      it(`stop 0.4 s after start on a slow device, the line busy with ${busy}: working mode 1, never charging`, async () => {
+        await start({ workingMode: 1, latencyMs: 1000 });
+        const client = clientFor();
+        const writes = acceptedWrites(client);
+        const flows = cheapHours(client);
+        const inFlight =
+          busy === 'nothing'
+            ? Promise.resolve()
+            : busy === "a monitor's read"
+              ? client.read([address('batterySoc')])
+              : flows.controller.learnMode();
+        if (busy !== 'nothing') await until(() => simulator.stats.requests === 1, 'the read at the device');
+        const started = flows.start();
+        await sleep(400);
+        const stopped = flows.stop();
+        const outcomes = await Promise.all([...started, ...stopped, inFlight]);
+        should(outcomes[1]).containEql({ status: 'superseded' });
+        simulator.workingMode.should.equal(1);
+        simulator.value(GRID_CHARGING)!.should.equal(1000);
+        writes.should.not.containEql(`${REAL_TIME.stateAddress}=[1,1500,90]`);
+        writes.should.not.containEql(`${REAL_TIME.modeAddress}=[${REAL_TIME.mode}]`);
+        simulator.control.state.should.not.equal(STATE_CODES.charge);
+      });
+    }
 
     it('start 0.4 s after stop: the device ends charging at 1500 W in real-time control with grid charging on', async () => {
       await start({ workingMode: REAL_TIME.mode });

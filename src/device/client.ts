@@ -168,6 +168,8 @@ export class DeviceClient extends EventEmitter implements QueueMember, DeviceOpe
   readonly maxAddressesPerRead = MAX_ADDRESSES_PER_READ;
   private readonly username: string;
   private password: string;
+  /** Computed once, and again when the password changes: the queue asks for it on every merge. */
+  private credentialsKey: string;
   private readonly queue: DeviceQueue;
   private closed = false;
   private authorizedOnce = false;
@@ -209,6 +211,7 @@ export class DeviceClient extends EventEmitter implements QueueMember, DeviceOpe
       dischargeLimit: validatePowerLimit(options.dischargeLimit ?? POWER_LIMIT.default, 'discharge limit'),
     };
     this.maxQueue = options.maxQueue ?? DEFAULTS.maxQueue;
+    this.credentialsKey = this.keyOfCredentials();
     this.queue = deviceQueue(this.host, this.port);
     this.queue.attach(this);
   }
@@ -218,6 +221,10 @@ export class DeviceClient extends EventEmitter implements QueueMember, DeviceOpe
    * follows a password change.
    */
   get mergeKey(): string {
+    return this.credentialsKey;
+  }
+
+  private keyOfCredentials(): string {
     return createHash('sha256')
       .update(JSON.stringify([this.auth, this.username, this.auth === 'digest' ? this.password : '', this.configuredNamespace ?? '']))
       .digest('hex');
@@ -362,6 +369,7 @@ export class DeviceClient extends EventEmitter implements QueueMember, DeviceOpe
         if ((body as { result?: unknown }).result !== true)
           throw new RefusedError('the password change', 'the current password may be wrong');
         this.password = newPassword;
+        this.credentialsKey = this.keyOfCredentials();
         this.authorizedOnce = true;
       },
       options,
@@ -482,7 +490,6 @@ export class DeviceClient extends EventEmitter implements QueueMember, DeviceOpe
       }
       const body = this.interpret(call, answer);
       this.authorizedOnce = true;
-      this.queue.state.authAccepted(this.auth);
       this.setState('ok');
       return body;
     } catch (error) {

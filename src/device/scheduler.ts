@@ -13,7 +13,7 @@
  *   without touching anybody else's.
  */
 import { DeviceState, type KnownValue } from './device-state';
-import { ClientClosedError, QueueFullError, RefusedError, ValidationError } from '../errors';
+import { ClientClosedError, QueueFullError, ValidationError } from '../errors';
 
 /** Least margin on top of the minimum interval: timers and the device's own clock are late by a few ms. */
 const BASE_MARGIN_MS = 10;
@@ -129,15 +129,18 @@ export interface JobOptions {
   owner?: object;
   /** Called when the job's first request is about to go out (it no longer waits). */
   onStart?: () => void;
-  /** For writes: called at once with the write's number in the device state's order (see DeviceState.lastWriteTo). */
-  onQueued?: (writeNumber: number) => void;
   /** For reads: aborting withdraws the read while it still waits (settled with CLOSED); once started it runs on. */
   signal?: AbortSignal;
   /**
    * For writes: takes the next request, ahead of waiting writes and of reads whose turn it would be (a regulator's
-   * second half of a pulse, timed to land one interval after the first).
+   * second half of a pulse, timed to land one interval after the first), though never twice in a row over waiting reads.
    */
   urgent?: boolean;
+  /**
+   * For writes: when the command was given (DeviceState.stamp(), taken by a caller that waits before it writes);
+   * default: now. Writes to the same addresses fold and supersede by it, whatever reached the queue first.
+   */
+  given?: number;
 }
 
 interface Job {
@@ -165,12 +168,19 @@ interface WriteRange {
 interface WritePart extends WriteRange {
   member: QueueMember;
   owner: object;
+  given: number;
+  urgent: boolean;
+  onStart?: () => void;
+  /** The caller still waits for the outcome: it was not told "superseded", nor that it failed. */
+  waiting: boolean;
+  resolve: (status: WriteStatus) => void;
+  reject: (error: Error) => void;
 }
 
 interface CommandJob extends Job {
   /**
-   * Set for writes: what goes out, and the callers' writes folded into it, oldest first. A caller that leaves takes
-   * its part out; the others' values still go.
+   * Set for writes: what goes out, and the callers' writes folded into it, oldest given first; the newest one owns the
+   * job. A caller that leaves takes its part out; the others' values still go.
    */
   write?: WriteRange & { parts: WritePart[] };
   urgent?: boolean;
@@ -272,13 +282,29 @@ export class DeviceQueue {
         reject(new ClientClosedError());
         return;
       }
+      const part: WritePart = {
+        member,
+        owner: options.owner ?? member,
+        address,
+        values,
+        given: options.given ?? this.state.stamp(),
+        urgent: options.urgent === true,
+        onStart: options.onStart,
+        waiting: true,
+        resolve,
+        reject,
+      };
       const older = this.commands.find(
         (job) =>
           job.write !== undefined && !job.started && job.member.mergeKey === member.mergeKey && overlaps(job.write, address, values.length),
       );
+      // A command given before one that already left (or cannot fold with it) is not the last command: it never goes.
+      if (this.newerElsewhere(part, older?.write!.parts ?? [])) {
+        resolve('superseded');
+        return;
+      }
       if (!older && !this.admit(member, reject)) return;
-      const part: WritePart = { member, owner: options.owner ?? member, address, values };
-      const parts = older ? [...older.write!.parts, part] : [part];
+      const parts = [...(older?.write!.parts ?? []), part].sort((a, b) => a.given - b.given);
       let write: WriteRange;
       try {
         write = foldAll(parts);
@@ -288,36 +314,62 @@ export class DeviceQueue {
         reject(foldError(error as Error, older!.write!, part));
         return;
       }
-      if (older) {
-        older.settled = true;
-        older.resolve('superseded');
-      }
-      const job: CommandJob = {
-        ...this.job(member, options, reject),
-        urgent: options.urgent || older?.urgent,
-        write: { ...write, parts },
-        run: (context) => this.runWrite(job, context),
-        resolve: resolve as (value: unknown) => void,
-      };
-      // The newer write takes the older one's place: writes to other addresses queued in between stay behind it.
+      this.state.writeAsked(address, values.length, part.given);
+      // The folded write takes the older one's place: writes to other addresses queued in between stay behind it.
       const place = older ? this.commands.indexOf(older) : this.commands.length;
-      if (older) this.commands.splice(place, 1);
+      if (older) {
+        this.commands.splice(place, 1);
+        older.settled = true;
+      }
+      const job = this.writeJob(parts, write);
       const ahead = this.commands.findIndex((other) => !other.started && !other.urgent);
       this.commands.splice(job.urgent && ahead >= 0 ? Math.min(ahead, place) : place, 0, job);
-      const writeNumber = this.state.writeAsked(address, values.length);
-      this.call(() => options.onQueued?.(writeNumber));
       this.schedule();
     });
   }
 
+  /** A write job for `parts` folded into `write`: the newest given owns it; the others are told "superseded". */
+  private writeJob(parts: WritePart[], write: WriteRange): CommandJob {
+    const newest = parts[parts.length - 1]!;
+    for (const part of parts) {
+      if (part === newest || !part.waiting) continue;
+      part.waiting = false;
+      part.resolve('superseded');
+    }
+    const job: CommandJob = {
+      member: newest.member,
+      owner: newest.owner,
+      // A caller told "superseded" waits for nothing: its callback is not called for the others' values.
+      onStart: newest.waiting ? newest.onStart : undefined,
+      started: false,
+      settled: !newest.waiting,
+      urgent: parts.some((part) => part.urgent),
+      write: { ...write, parts },
+      run: (context) => this.runWrite(job, context),
+      resolve: (status) => {
+        newest.waiting = false;
+        newest.resolve(status as WriteStatus);
+      },
+      reject: (error) => {
+        newest.waiting = false;
+        newest.reject(error);
+      },
+    };
+    return job;
+  }
+
+  /** A command to one of the part's addresses, given after it, was asked for outside `parts` (sent, or not foldable). */
+  private newerElsewhere(part: WritePart, parts: WritePart[]): boolean {
+    for (let address = part.address; address < part.address + part.values.length; address++) {
+      const last = this.state.lastCommandTo(address);
+      if (last > part.given && !parts.some((other) => other.given === last && overlaps(other, address, 1))) return true;
+    }
+    return false;
+  }
+
   private async runWrite(job: CommandJob, context: RequestContext): Promise<WriteStatus> {
     const { address, values } = job.write!;
-    try {
-      await job.member.writeRange(address, values, context);
-    } catch (error) {
-      if (error instanceof RefusedError) this.state.refused(address, values.length);
-      throw error;
-    }
+    await job.member.writeRange(address, values, context);
     this.state.wrote(address, values);
     return 'written';
   }
@@ -368,22 +420,49 @@ export class DeviceQueue {
 
   /**
    * A waiting folded write loses the parts of callers that leave and goes on with the others' values (an older caller
-   * was already told "superseded"); false when no other part is left, or it is under way.
+   * was already told "superseded"), checked again as a whole: what is left may be no valid write, and then nothing of it
+   * goes. False when no other part is left, or it is under way.
    */
   private keepsOtherParts(job: CommandJob, matches: (part: { member: QueueMember; owner: object }) => boolean): boolean {
     const write = job.write;
     if (!write || job.started || write.parts.length < 2 || !write.parts.some(matches)) return false;
     const parts = write.parts.filter((part) => !matches(part));
     if (parts.length === 0) return false;
-    job.write = { ...foldAll(parts), parts };
-    const newest = parts[parts.length - 1]!;
-    if (matches(job)) {
-      if (!job.settled) job.reject(new ClientClosedError());
-      job.settled = true;
-      job.member = newest.member;
-      job.owner = newest.owner;
+    for (const part of write.parts) {
+      if (!matches(part) || !part.waiting) continue;
+      part.waiting = false;
+      part.reject(new ClientClosedError());
     }
+    const index = this.commands.indexOf(job);
+    this.commands.splice(index, 1);
+    job.settled = true;
+    const folded = foldAll(parts);
+    try {
+      parts[parts.length - 1]!.member.validateRange?.(folded.address, folded.values);
+    } catch (error) {
+      this.refoldFailed(parts, folded, error as Error);
+      return true;
+    }
+    this.commands.splice(index, 0, this.writeJob(parts, folded));
     return true;
+  }
+
+  /** What is left of a fold after a caller left is no valid write: a caller still waiting learns why; nothing is sent. */
+  private refoldFailed(parts: WritePart[], folded: WriteRange, error: Error): void {
+    const failure =
+      error instanceof ValidationError
+        ? new ValidationError(
+            `write to address ${folded.address} left by a caller that closed`,
+            folded.values,
+            `a whole write that is valid (${error.message}); nothing was sent`,
+          )
+        : error;
+    const waiting = parts.filter((part) => part.waiting);
+    for (const part of waiting) {
+      part.waiting = false;
+      part.reject(failure);
+    }
+    if (waiting.length === 0) process.emitWarning(failure);
   }
 
   /** With none of its callers left, the request under way must not send again, nor hold the line longer than needed. */
