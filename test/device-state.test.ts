@@ -210,6 +210,73 @@ describe('device state (one truth about each device)', function () {
     });
   });
 
+  describe('a re-fold after a caller leaves (a partial deploy)', () => {
+    /** A read in flight: the writes after it wait, and fold. */
+    async function busyLine(client: DeviceClient): Promise<Promise<unknown>> {
+      const blocker = client.read([address('batterySoc')]);
+      await until(() => simulator.stats.requests === 1, 'the read at the device');
+      return blocker;
+    }
+
+    it('is checked again: [2, 2000, 90] left by a leaving 800 W is no setpoint under an 800 W discharge limit, and is not sent', async () => {
+      await start({ workingMode: REAL_TIME.mode });
+      const client = clientFor({ dischargeLimit: 800 });
+      const [a, b, c] = [client.session(), client.session(), client.session()];
+      const blocker = await busyLine(client);
+      const first = settle(a.write(REAL_TIME.stateAddress, [1, 2000, 90]));
+      const second = settle(b.write(REAL_TIME.powerAddress, 800));
+      const third = c.write(REAL_TIME.stateAddress, 2).then(
+        () => undefined,
+        (e: DeviceError) => e,
+      );
+      b.close();
+      should(await first).containEql({ status: 'superseded' });
+      should(await second).containEql({ status: 'superseded' });
+      const error = (await third)!;
+      should(error).have.property('code', 'INVALID_VALUE');
+      error.message.should.match(/\[2,2000,90\].*nothing was sent/);
+      await blocker;
+      await client.read([address('batterySoc')]); // where the write would have gone
+      simulator.control.should.not.containEql({ state: STATE_CODES.discharge, power: 2000 });
+      should(simulator.stats.byOperation['Vendor.SetData']).be.undefined();
+    });
+
+    it("does not keep the leaving caller's onStart and urgency", async () => {
+      await start();
+      const client = clientFor();
+      const [older, leaving] = [client.session(), client.session()];
+      const inFlight = client.write('backupSocSetting', 30); // a command: the reads' turn comes next
+      await until(() => simulator.stats.requests === 1, 'the write at the device');
+      const order: string[] = [];
+      const read = client.read([address('batterySoc')]).then(() => order.push('read'));
+      const kept = older.write('feedInPowerLimitSetting', 600).then(() => order.push('write'));
+      let started = false;
+      const gone = settle(leaving.write('feedInPowerLimitSetting', 700, { urgent: true, onStart: () => (started = true) }));
+      leaving.close();
+      await Promise.all([inFlight, read, kept, gone]);
+      await client.read([address('batterySoc')]); // behind the folded write
+      simulator.value(address('feedInPowerLimit'))!.should.equal(600);
+      order.should.eql(['write', 'read']); // the older caller was told at once; the read went first
+      started.should.be.false();
+    });
+
+    it('whose callers all left sends nothing', async () => {
+      await start({ workingMode: REAL_TIME.mode });
+      const client = clientFor();
+      const sessions = [client.session(), client.session(), client.session()];
+      const blocker = await busyLine(client);
+      const outcomes = [
+        settle(sessions[0].write(REAL_TIME.stateAddress, [1, 900, 90])),
+        settle(sessions[1].write(REAL_TIME.powerAddress, 800)),
+        settle(sessions[2].write(REAL_TIME.stateAddress, 2)),
+      ];
+      for (const session of sessions) session.close();
+      await Promise.all([blocker, ...outcomes]);
+      await client.read([address('batterySoc')]);
+      should(simulator.stats.byOperation['Vendor.SetData']).be.undefined();
+    });
+  });
+
   describe('kept once per device', () => {
     it('a write node standby between two equal control setpoints makes the second one go out', async () => {
       await start({ workingMode: REAL_TIME.mode });
