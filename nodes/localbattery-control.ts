@@ -115,7 +115,7 @@ export = function (RED: NodeAPI) {
         );
         controller = { settings, run };
         // What an earlier deployment saw of the working mode may be stale: one read now, through the shared queue.
-        if (settings.switchMode) void run.learnMode();
+        if (settings.switchMode) void run.learnMode((error) => node.warn(error.message));
       } catch (error) {
         configError = error as Error;
         node.status({ fill: 'red', shape: 'ring', text: RED._('localbattery-control.status.invalidConfig') });

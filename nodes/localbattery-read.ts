@@ -164,6 +164,9 @@ function register(RED: NodeAPI) {
         back(ms, code) {
           node.log(RED._('localbattery-read.log.back', { seconds: Math.round(ms / 1000), code }));
         },
+        warn(error) {
+          node.warn(error.message);
+        },
       },
     );
     node.on('close', () => poller.stop());

@@ -392,6 +392,20 @@ describe('device state (one truth about each device)', function () {
       simulator.control.should.containEql({ state: STATE_CODES.discharge, power: 1000 });
     });
 
+    it('a failed start read is told to the warn hook, and what the earlier deployment saw stays untrusted', async () => {
+      const controller = await redeployedIntoSelfConsumption();
+      simulator.setFault('http500', 1);
+      const warnings: string[] = [];
+      should(await controller.learnMode((error) => warnings.push(error.message))).be.undefined();
+      warnings.should.have.length(1);
+      warnings[0].should.match(/500/);
+      const before = simulator.stats.byOperation['Vendor.SetData'];
+      // The same setpoint as before the redeploy: no repeat, and the mode is written first, not refused.
+      (await controller.apply(parseControl(900, SETTINGS))).should.eql({ status: 'written', modeChanged: true });
+      (simulator.stats.byOperation['Vendor.SetData'] - before).should.equal(2);
+      simulator.control.should.containEql({ state: STATE_CODES.discharge, power: 900 });
+    });
+
     it('a message before the start read has gone out withdraws the read: mode and setpoint, two requests in all', async () => {
       const controller = await redeployedIntoSelfConsumption();
       const before = simulator.stats.requests;

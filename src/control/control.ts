@@ -372,9 +372,10 @@ export class RealTimeController {
 
   /**
    * Reads the working mode (7101) through the queue, whatever an earlier deployment saw; setpoints wait for it.
-   * Resolves with the mode, or undefined when the read failed (the first setpoint then switches the mode as before).
+   * Resolves with the mode, or undefined when the read failed or was withdrawn: what an earlier deployment saw then
+   * still does not count (the first setpoint switches the mode). A failure goes to `warn`.
    */
-  learnMode(): Promise<number | undefined> {
+  learnMode(warn: (error: Error) => void = (error) => process.emitWarning(error)): Promise<number | undefined> {
     const withdraw = new AbortController();
     const askedAt = { clock: performance.now(), date: Date.now() };
     const learning = {
@@ -382,11 +383,16 @@ export class RealTimeController {
       withdraw,
       mode: this.target.read([WORKING_MODE_READ_ADDRESS], { onStart: () => (learning.started = true), signal: withdraw.signal }).then(
         () => this.state.mode(),
-        () => {
-          // Withdrawn for a setpoint: what an earlier deployment saw still does not count.
-          if (withdraw.signal.aborted) {
-            this.modeKnownAfter = askedAt.clock;
-            this.setpointKnownAfter = askedAt.date;
+        (error: Error) => {
+          this.modeKnownAfter = askedAt.clock;
+          this.setpointKnownAfter = askedAt.date;
+          // Withdrawn for a setpoint is no failure.
+          if (!withdraw.signal.aborted) {
+            try {
+              warn(error);
+            } catch (thrown) {
+              process.emitWarning(thrown as Error);
+            }
           }
           return undefined;
         },
