@@ -290,6 +290,20 @@ describe('device state (one truth about each device)', function () {
       client.deviceState.setpoint!.should.containEql({ code: STATE_CODES.charge, power: 800 });
     });
 
+    it("another node's refused write to the power point is no mode change: the next setpoint is one request", async () => {
+      await start({ workingMode: REAL_TIME.mode });
+      const client = clientFor();
+      const controller = new RealTimeController(client.session(), SETTINGS);
+      should(await controller.learnMode()).equal(REAL_TIME.mode);
+      (await controller.apply(parseControl(900, SETTINGS))).status.should.equal('written');
+      simulator.setFault('resultFalse', 1);
+      should(await settle(client.session().write(REAL_TIME.powerAddress, 700))).equal('REFUSED');
+      const before = simulator.stats.byOperation['Vendor.SetData'];
+      (await controller.apply(parseControl(950, SETTINGS))).should.eql({ status: 'written', modeChanged: false });
+      (simulator.stats.byOperation['Vendor.SetData'] - before).should.equal(1);
+      client.deviceState.mode()!.should.equal(REAL_TIME.mode);
+    });
+
     it('detects the namespace once per device, not once per client', async () => {
       await start({ namespace: 'Indevolt' });
       await clientFor().read([address('batterySoc')]);

@@ -188,11 +188,16 @@ interface CommandJob extends Job {
   resolve: (value: unknown) => void;
 }
 
-/** The request under way: `sending` while its bytes may be at the device, `dropped` when none of its callers is left. */
+/**
+ * The request under way: `sending` from when its bytes leave until its answer is in (only then may the device have it),
+ * `dropped` when none of its callers is left; `beforeGate` the spacing before its latest gate, while its bytes have not
+ * left (a request the queue cuts before that spaces nothing).
+ */
 interface Request {
   controller: AbortController;
   sending: boolean;
   dropped: boolean;
+  beforeGate?: { lastSent: number; lastInterval: number };
 }
 
 export type { KnownValue };
@@ -208,6 +213,8 @@ export class DeviceQueue {
   private lastSent = -Infinity;
   private lastInterval = 0;
   private lastTurn: 'read' | 'command' = 'read';
+  /** An urgent write took the reads' turn: the next turn is theirs whatever waits (a read waits one urgent slot at most). */
+  private readsPassedOver = false;
   /** When the last member left (performance.now()). */
   private lastLeft = -Infinity;
   private running = false;
@@ -266,11 +273,24 @@ export class DeviceQueue {
         return;
       }
       if (!this.admit(member, reject)) return;
-      const job: ReadJob = { ...this.job(member, options, reject), pending: new Set(addresses), values: new Map(), missing: [], resolve };
-      this.reads.push(job);
       const withdraw = () => {
         if (!job.started) this.drop((waiting) => waiting === job);
       };
+      const settled = () => options.signal?.removeEventListener('abort', withdraw);
+      const job: ReadJob = {
+        ...this.job(member, options, (error) => {
+          settled();
+          reject(error);
+        }),
+        pending: new Set(addresses),
+        values: new Map(),
+        missing: [],
+        resolve: (outcome) => {
+          settled();
+          resolve(outcome);
+        },
+      };
+      this.reads.push(job);
       options.signal?.addEventListener('abort', withdraw, { once: true });
       this.schedule();
     });
@@ -407,11 +427,11 @@ export class DeviceQueue {
         if (this.keepsOtherParts(job as CommandJob, matches)) continue;
         if (!matches(job)) continue;
         list.splice(i, 1);
-        this.current.delete(job);
+        // A job whose request's bytes left may have been carried out: the caller must not assume either way.
+        const sent = this.current.delete(job) && this.request?.sending === true;
         if (job.settled) continue;
         job.settled = true;
-        // A job whose request is out may have been carried out: the caller must not assume either way.
-        job.reject(job.started ? new ClientClosedError(true) : error);
+        job.reject(sent ? new ClientClosedError(true) : error);
       }
     }
     this.dropRequestIfOrphaned();
@@ -511,14 +531,19 @@ export class DeviceQueue {
         if (this.size === 0) break;
         const request: Request = { controller: new AbortController(), sending: false, dropped: false };
         this.request = request;
-        const context = this.guard(this.contextFor(request.controller.signal), request);
-        const readsWait = this.reads.length > 0;
-        if (this.commands.length > 0 && (this.commands[0]!.urgent || !(readsWait && this.lastTurn === 'command'))) {
+        const context = this.guard(this.contextFor(request), request);
+        if (this.commandsTurn()) {
           this.lastTurn = 'command';
           await this.runCommand(this.commands[0]!, context);
         } else {
           this.lastTurn = 'read';
+          this.readsPassedOver = false;
           await this.runReads(context);
+        }
+        if (request.controller.signal.aborted && request.beforeGate) {
+          // Cut before its bytes left: the device saw nothing of it, and the slot is free again.
+          this.lastSent = request.beforeGate.lastSent;
+          this.lastInterval = request.beforeGate.lastInterval;
         }
         this.request = undefined;
         clearTimeout(this.abortTimer);
@@ -530,19 +555,32 @@ export class DeviceQueue {
     }
   }
 
+  /**
+   * Commands and reads take turns when both wait; an urgent write takes the reads' turn, though not twice in a row.
+   */
+  private commandsTurn(): boolean {
+    const first = this.commands[0];
+    if (!first) return false;
+    const readsTurn = this.reads.length > 0 && this.lastTurn === 'command';
+    if (!readsTurn) return true;
+    if (!first.urgent || this.readsPassedOver) return false;
+    this.readsPassedOver = true;
+    return true;
+  }
+
   /** A request whose callers all left sends nothing more: not after a 503, a namespace retry or a digest challenge. */
   private guard(context: RequestContext, request: Request): RequestContext {
     return {
       ...context,
       gate: async () => {
-        if (request.dropped) throw new ClientClosedError(true);
+        if (request.dropped) throw new ClientClosedError();
         await context.gate();
-        if (request.dropped) throw new ClientClosedError(true);
-        request.sending = true;
+        if (request.dropped) throw new ClientClosedError();
       },
       connected: async (connectMs) => {
         await context.connected(connectMs);
-        if (request.dropped) throw new ClientClosedError(true);
+        if (request.dropped) throw new ClientClosedError();
+        request.sending = true;
       },
       answered: () => {
         request.sending = false;
@@ -551,7 +589,8 @@ export class DeviceQueue {
     };
   }
 
-  private contextFor(signal: AbortSignal): RequestContext {
+  private contextFor(request: Request): RequestContext {
+    const signal = request.controller.signal;
     let interval = 0;
     /** When the request being opened may leave. */
     let slot = 0;
@@ -562,7 +601,8 @@ export class DeviceQueue {
         interval = Math.max(interval, ...this.intervalsOfCurrentJob());
         slot = this.lastSent + Math.max(this.lastInterval, interval) + this.margin.ms;
         await this.sleepUntil(slot - this.margin.connectLeadMs, signal);
-        if (signal.aborted) throw new ClientClosedError(true);
+        if (signal.aborted) throw new ClientClosedError();
+        request.beforeGate = { lastSent: this.lastSent, lastInterval: this.lastInterval };
         // Until its bytes leave, a request that never connects still spaces the next one from its slot.
         this.lastSent = Math.max(slot, performance.now());
         this.lastInterval = interval;
@@ -571,10 +611,11 @@ export class DeviceQueue {
       connected: async (connectMs) => {
         if (connectMs !== undefined) this.margin.connected(connectMs);
         await this.sleepUntil(slot, signal);
-        if (signal.aborted) throw new ClientClosedError(true);
+        if (signal.aborted) throw new ClientClosedError();
         // Counted from here, when the request's bytes leave: a connection that took long to open must not bring the
         // next request early.
         this.lastSent = performance.now();
+        request.beforeGate = undefined;
       },
       answered: () => this.margin.answered(),
       tooEarly: () => this.margin.rejectedAsEarly(),
@@ -661,19 +702,25 @@ export class DeviceQueue {
 
   /** Resolves at `time` (performance.now), at once when the queue empties, or (with a signal) when aborted. */
   private sleepUntil(time: number, signal?: AbortSignal): Promise<void> {
-    const wait = time - performance.now();
-    if (wait <= 0 || signal?.aborted) return Promise.resolve();
+    if (time - performance.now() <= 0 || signal?.aborted) return Promise.resolve();
     return new Promise((resolve) => {
+      let timer: NodeJS.Timeout | undefined;
       const done = () => {
         clearTimeout(timer);
         signal?.removeEventListener('abort', done);
-        if (this.sleep?.timer === timer) this.sleep = undefined;
+        if (this.sleep?.wake === done) this.sleep = undefined;
         resolve();
       };
-      const timer = setTimeout(done, wait);
-      // The wait between requests can end early (nothing left to do); a job's own wait only by its abort.
-      if (signal) signal.addEventListener('abort', done, { once: true });
-      else this.sleep = { timer, wake: done };
+      // A timer counts whole ms from the event loop's cached clock, so it may fire up to a ms early: wait on until due.
+      const arm = () => {
+        const wait = time - performance.now();
+        if (wait <= 0) return done();
+        timer = setTimeout(arm, Math.ceil(wait));
+        // The wait between requests can end early (nothing left to do); a job's own wait only by its abort.
+        if (!signal) this.sleep = { timer, wake: done };
+      };
+      signal?.addEventListener('abort', done, { once: true });
+      arm();
     });
   }
 
