@@ -192,6 +192,16 @@ describe('device queue (one per device, sessions per user)', function () {
     let queue: DeviceQueue;
     afterEach(() => queue?.detach(member));
     let member: Member;
+
+    /** A new member: resolves when the request `what` has its connection (it is held for its slot, or goes). */
+    function reaching(what: string): Promise<void> {
+      return new Promise<void>((resolve) => {
+        member = new Member((request) => {
+          if (request === what) resolve();
+          return Promise.resolve();
+        });
+      });
+    }
     const rejection = (promise: Promise<unknown>) =>
       promise.then(
         () => undefined,
@@ -199,12 +209,7 @@ describe('device queue (one per device, sessions per user)', function () {
       );
 
     it('a job dropped while held for its slot: "before the request was sent", and the slot goes to the next job', async () => {
-      let heldNow!: () => void;
-      const held = new Promise<void>((resolve) => (heldNow = resolve));
-      member = new Member((what) => {
-        if (what === '2=2') heldNow();
-        return Promise.resolve();
-      });
+      const held = reaching('2=2');
       queue = new DeviceQueue();
       queue.attach(member);
       const [first, dropped, next] = [{}, {}, {}];
@@ -257,12 +262,7 @@ describe('device queue (one per device, sessions per user)', function () {
     });
 
     it("an urgent write takes the reads' turn once: a read waits one urgent slot at most", async () => {
-      let inFlight!: () => void;
-      const commandOut = new Promise<void>((resolve) => (inFlight = resolve));
-      member = new Member((what) => {
-        if (what === '1=1') inFlight();
-        return Promise.resolve();
-      });
+      const commandOut = reaching('1=1');
       queue = new DeviceQueue();
       queue.attach(member);
       const command = queue.write(member, 1, [1]);
