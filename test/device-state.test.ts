@@ -19,6 +19,7 @@ import { RetriedLoad } from '../src/device/auth';
 import type { DeviceError } from '../src/errors';
 import { deviceQueue } from '../src/device/scheduler';
 import { DeviceSimulator, type SimulatorOptions } from '../src/simulator';
+import { goingOut } from './support';
 
 const PASSWORD = 'state-pass';
 const address = (name: string) => pointByName(name)!.address;
@@ -58,6 +59,14 @@ describe('device state (one truth about each device)', function () {
     const client = new DeviceClient({ host: '127.0.0.1', port: simulator.port, password: PASSWORD, timeoutMs: 3000, ...options });
     clients.push(client);
     return client;
+  }
+
+  /** A read that has gone out: the writes asked after it wait for the next slot, and fold. */
+  async function busyLine(client: DeviceClient): Promise<Promise<unknown>> {
+    const read = goingOut();
+    const blocker = client.read([address('batterySoc')], { onStart: read.onStart });
+    await read.out;
+    return blocker;
   }
 
   /** Every write of `client` the device accepted, in order. */
@@ -159,8 +168,7 @@ describe('device state (one truth about each device)', function () {
       const client = clientFor();
       await client.read([WORKING_MODE_READ_ADDRESS]);
       const controller = new RealTimeController(client.session(), SETTINGS);
-      const blocker = client.read([address('batterySoc')]);
-      await sleep(50); // the read is in flight; the writes wait
+      const blocker = await busyLine(client);
       const older = settle(client.session().write('workingModeSetting', 5));
       const ours = settle(controller.apply(parseControl(900, SETTINGS)));
       await new Promise((resolve) => setImmediate(resolve));
@@ -176,8 +184,7 @@ describe('device state (one truth about each device)', function () {
     it('checks a folded write as it will go out: state 1 alone over a waiting standby [0, 0, 0] is refused', async () => {
       await start({ workingMode: REAL_TIME.mode });
       const client = clientFor();
-      const blocker = client.read([address('batterySoc')]);
-      await sleep(50);
+      const blocker = await busyLine(client);
       const standby = settle(client.write(REAL_TIME.stateAddress, [0, 0, 0]));
       const charge = client.write(REAL_TIME.stateAddress, 1).then(
         () => undefined,
@@ -197,8 +204,7 @@ describe('device state (one truth about each device)', function () {
       const client = clientFor();
       const older = client.session();
       const newer = client.session();
-      const blocker = client.read([address('batterySoc')]);
-      await sleep(50);
+      const blocker = await busyLine(client);
       const first = settle(older.write('feedInPowerLimitSetting', 600));
       const second = settle(newer.write('feedInPowerLimitSetting', 700));
       should(await first).containEql({ status: 'superseded' });
@@ -211,13 +217,6 @@ describe('device state (one truth about each device)', function () {
   });
 
   describe('a re-fold after a caller leaves (a partial deploy)', () => {
-    /** A read in flight: the writes after it wait, and fold. */
-    async function busyLine(client: DeviceClient): Promise<Promise<unknown>> {
-      const blocker = client.read([address('batterySoc')]);
-      await until(() => simulator.stats.requests === 1, 'the read at the device');
-      return blocker;
-    }
-
     it('is checked again: [2, 2000, 90] left by a leaving 800 W is no setpoint under an 800 W discharge limit, and is not sent', async () => {
       await start({ workingMode: REAL_TIME.mode });
       const client = clientFor({ dischargeLimit: 800 });
@@ -441,12 +440,15 @@ describe('device state (one truth about each device)', function () {
       const session = client.session();
       simulator.setFault('http503', 1);
       const read = settle(session.read([address('batterySoc')]));
-      await until(() => simulator.stats.requests === 1, 'first request');
-      await sleep(50); // the 503 is in: the retry waits for the interval
+      const margin = deviceQueue('127.0.0.1', simulator.port).margin;
+      const before = margin.ms;
+      await until(() => margin.ms > before, 'the 503'); // the retry waits for the interval
       session.close();
       should(await read).equal('CLOSED');
-      await sleep(1200); // past the moment of the retry
-      simulator.stats.requests.should.equal(1);
+      // Another read takes the slot the retry would have had: it is the only request after the 503.
+      await client.read([address('batteryPower')]);
+      simulator.stats.requests.should.equal(2);
+      simulator.stats.byOperation['Vendor.GetData'].should.equal(2);
       client.queueSize.should.equal(0);
     });
   });

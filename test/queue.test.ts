@@ -9,6 +9,7 @@ import type { DeviceError } from '../src/errors';
 import { ArrivalMargin, DeviceQueue, deviceQueue, type QueueMember, type RequestContext } from '../src/device/scheduler';
 import { DeviceSimulator, type SimulatorOptions } from '../src/simulator';
 import { exchange } from '../src/device/transport';
+import { goingOut } from './support';
 
 const PASSWORD = 'queue-pass';
 const address = (name: string) => pointByName(name)!.address;
@@ -38,8 +39,9 @@ describe('device queue (one per device, sessions per user)', function () {
     await start();
     const removed = client.session();
     const staying = client.session();
-    const busy = staying.read([address('batterySoc')]);
-    await new Promise((resolve) => setTimeout(resolve, 50)); // the read is in flight; the writes wait
+    const read = goingOut();
+    const busy = staying.read([address('batterySoc')], { onStart: read.onStart });
+    await read.out; // the writes wait for the next slot
     const dropped = settle(removed.write('feedInPowerLimitSetting', 600));
     const kept = settle(staying.write('backupSocSetting', 30));
     removed.close();
@@ -54,8 +56,9 @@ describe('device queue (one per device, sessions per user)', function () {
 
   it('folds a newer write into a waiting one: the values it leaves out and the place in the queue stay', async () => {
     await start({ workingMode: REAL_TIME.mode });
-    const busy = client.read([address('batterySoc')]);
-    await new Promise((resolve) => setTimeout(resolve, 50));
+    const read = goingOut();
+    const busy = client.read([address('batterySoc')], { onStart: read.onStart });
+    await read.out;
     const order: string[] = [];
     const full = client.write(REAL_TIME.stateAddress, [1, 1500, 90]).then((r) => (order.push('control'), r.status));
     const between = client.write('lightSetting', 1).then(() => order.push('light'));
@@ -71,8 +74,9 @@ describe('device queue (one per device, sessions per user)', function () {
     await start();
     const numeric = READ_POINTS.filter((p) => !simulator.isUnsupported(p.address)).map((p) => p.address);
     const large = Array.from({ length: 2000 }, (_, i) => 20000 + i);
-    const big = client.read(large);
-    await new Promise((resolve) => setTimeout(resolve, 50)); // its first request is in flight
+    const first = goingOut();
+    const big = client.read(large, { onStart: first.onStart });
+    await first.out;
     const before = simulator.stats.requests;
     await client.read([numeric[0]]);
     (simulator.stats.requests - before).should.be.belowOrEqual(2);
