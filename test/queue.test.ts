@@ -231,6 +231,21 @@ describe('device queue (one per device, sessions per user)', function () {
       (member.sent[1].at - member.sent[0].at).should.be.below(1.5 * (member.minIntervalMs + queue.margin.ms));
     });
 
+    it('a write held for its slot takes a newer write to its address: the fold goes in that slot, the held request never', async () => {
+      const held = reaching('2=2');
+      queue = new DeviceQueue();
+      queue.attach(member);
+      const one = queue.write(member, 1, [1]);
+      const older = queue.write(member, 2, [2]);
+      await held;
+      const newer = queue.write(member, 2, [3]);
+      (await older).should.equal('superseded');
+      (await newer).should.equal('written');
+      await one;
+      member.sent.map((s) => s.what).should.eql(['1=1', '2=3']);
+      (member.sent[1].at - member.sent[0].at).should.be.below(1.5 * (member.minIntervalMs + queue.margin.ms));
+    });
+
     it('a job dropped while its connection opens is cut at once, not at the time-out', async () => {
       const ends: string[] = [];
       const timers = new Set<NodeJS.Timeout>();

@@ -148,6 +148,8 @@ interface Job {
   owner: object;
   onStart?: () => void;
   started: boolean;
+  /** Bytes of its request have left: the device may have it. Until then a write still takes a newer fold. */
+  sent?: boolean;
   settled: boolean;
   reject: (error: Error) => void;
 }
@@ -198,6 +200,8 @@ interface Request {
   sending: boolean;
   dropped: boolean;
   beforeGate?: { lastSent: number; lastInterval: number };
+  /** Bytes of it have left (of any of its attempts). */
+  sent?: boolean;
 }
 
 export type { KnownValue };
@@ -316,7 +320,7 @@ export class DeviceQueue {
       };
       const older = this.commands.find(
         (job) =>
-          job.write !== undefined && !job.started && job.member.mergeKey === member.mergeKey && overlaps(job.write, address, values.length),
+          job.write !== undefined && !job.sent && job.member.mergeKey === member.mergeKey && overlaps(job.write, address, values.length),
       );
       // A command given before one that already left (or cannot fold with it) is not the last command: it never goes.
       if (this.newerElsewhere(part, older?.write!.parts ?? [])) {
@@ -337,15 +341,24 @@ export class DeviceQueue {
       this.state.writeAsked(address, values.length, part.given);
       // The folded write takes the older one's place: writes to other addresses queued in between stay behind it.
       const place = older ? this.commands.indexOf(older) : this.commands.length;
-      if (older) {
-        this.commands.splice(place, 1);
-        older.settled = true;
-      }
+      if (older) this.retire(older);
       const job = this.writeJob(parts, write);
       const ahead = this.commands.findIndex((other) => !other.started && !other.urgent);
       this.commands.splice(job.urgent && ahead >= 0 ? Math.min(ahead, place) : place, 0, job);
+      // A held request whose bytes have not left gives its slot to the write that replaced it.
+      this.dropRequestIfOrphaned();
       this.schedule();
     });
+  }
+
+  /**
+   * A write job replaced by a new fold of its parts leaves the queue without a word (its callers are the new job's);
+   * when it was the request being prepared, that request is left without callers and cut before its bytes leave.
+   */
+  private retire(job: CommandJob): void {
+    this.commands.splice(this.commands.indexOf(job), 1);
+    this.current.delete(job);
+    job.settled = true;
   }
 
   /** A write job for `parts` folded into `write`: the newest given owns it; the others are told "superseded". */
@@ -445,7 +458,7 @@ export class DeviceQueue {
    */
   private keepsOtherParts(job: CommandJob, matches: (part: { member: QueueMember; owner: object }) => boolean): boolean {
     const write = job.write;
-    if (!write || job.started || write.parts.length < 2 || !write.parts.some(matches)) return false;
+    if (!write || job.sent || write.parts.length < 2 || !write.parts.some(matches)) return false;
     const parts = write.parts.filter((part) => !matches(part));
     if (parts.length === 0) return false;
     for (const part of write.parts) {
@@ -454,8 +467,7 @@ export class DeviceQueue {
       part.reject(new ClientClosedError());
     }
     const index = this.commands.indexOf(job);
-    this.commands.splice(index, 1);
-    job.settled = true;
+    this.retire(job);
     const folded = foldAll(parts);
     try {
       parts[parts.length - 1]!.member.validateRange?.(folded.address, folded.values);
@@ -532,6 +544,7 @@ export class DeviceQueue {
         const request: Request = { controller: new AbortController(), sending: false, dropped: false };
         this.request = request;
         const context = this.guard(this.contextFor(request), request);
+        const turn = { lastTurn: this.lastTurn, readsPassedOver: this.readsPassedOver };
         if (this.commandsTurn()) {
           this.lastTurn = 'command';
           await this.runCommand(this.commands[0]!, context);
@@ -540,10 +553,10 @@ export class DeviceQueue {
           this.readsPassedOver = false;
           await this.runReads(context);
         }
-        if (request.controller.signal.aborted && request.beforeGate) {
-          // Cut before its bytes left: the device saw nothing of it, and the slot is free again.
-          this.lastSent = request.beforeGate.lastSent;
-          this.lastInterval = request.beforeGate.lastInterval;
+        if (request.controller.signal.aborted && !request.sent) {
+          // Cut before its bytes left: the device saw nothing of it; its slot and its turn are free again.
+          if (request.beforeGate) Object.assign(this, request.beforeGate);
+          Object.assign(this, turn);
         }
         this.request = undefined;
         clearTimeout(this.abortTimer);
@@ -581,6 +594,8 @@ export class DeviceQueue {
         await context.connected(connectMs);
         if (request.dropped) throw new ClientClosedError();
         request.sending = true;
+        request.sent = true;
+        for (const job of this.current) job.sent = true;
       },
       answered: () => {
         request.sending = false;
