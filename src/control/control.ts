@@ -15,7 +15,7 @@ import {
 } from '../points/catalogue';
 import type { DeviceState } from '../device/device-state';
 import type { JobOptions } from '../device/scheduler';
-import { RefusedError, ValidationError } from '../errors';
+import { ClientClosedError, RefusedError, ValidationError } from '../errors';
 import { decimalNumber } from '../numbers';
 
 export type ControlStateName = 'standby' | 'charge' | 'discharge';
@@ -386,8 +386,8 @@ export class RealTimeController {
         (error: Error) => {
           this.modeKnownAfter = askedAt.clock;
           this.setpointKnownAfter = askedAt.date;
-          // Withdrawn for a setpoint is no failure.
-          if (!withdraw.signal.aborted) {
+          // Withdrawn for a setpoint, or dropped as the node closes, is no failure.
+          if (!withdraw.signal.aborted && !(error instanceof ClientClosedError)) {
             try {
               warn(error);
             } catch (thrown) {

@@ -7,8 +7,9 @@
  * - waiting reads of clients with the same credentials are merged into GetData requests of at most 50 addresses,
  *   filled in turn from every caller, so a small read never waits behind a large one;
  * - when reads and commands both wait they take turns, so neither a control loop nor a large read starves the other;
- * - a write to addresses that a waiting write also covers is folded into it: it keeps its place in the queue and
- *   the values the newer write leaves out; the older caller learns that it was superseded;
+ * - a write to addresses that a waiting write also covers (or one held for its slot whose bytes have not left) is
+ *   folded into it: it keeps its place in the queue and the values the newer write leaves out; newer is by the time
+ *   the command was given (DeviceState.stamp()), and the older caller learns that it was superseded;
  * - every job has an owner (a flow node's session, or the client): closing the owner drops its waiting work
  *   without touching anybody else's.
  */
