@@ -278,25 +278,19 @@ export class DeviceQueue {
         return;
       }
       if (!this.admit(member, reject)) return;
-      const withdraw = () => {
-        if (!job.started) this.drop((waiting) => waiting === job);
-      };
-      const settled = () => options.signal?.removeEventListener('abort', withdraw);
-      const job: ReadJob = {
-        ...this.job(member, options, (error) => {
-          settled();
-          reject(error);
-        }),
-        pending: new Set(addresses),
-        values: new Map(),
-        missing: [],
-        resolve: (outcome) => {
-          settled();
-          resolve(outcome);
-        },
-      };
+      const job: ReadJob = { ...this.job(member, options, reject), pending: new Set(addresses), values: new Map(), missing: [], resolve };
       this.reads.push(job);
-      options.signal?.addEventListener('abort', withdraw, { once: true });
+      const signal = options.signal;
+      if (signal) {
+        const withdraw = () => {
+          if (!job.started) this.drop((waiting) => waiting === job);
+        };
+        // Once the read is settled its listener goes: a signal may outlive many reads.
+        const settled = () => signal.removeEventListener('abort', withdraw);
+        job.resolve = (outcome) => (settled(), resolve(outcome));
+        job.reject = (error) => (settled(), reject(error));
+        signal.addEventListener('abort', withdraw, { once: true });
+      }
       this.schedule();
     });
   }
