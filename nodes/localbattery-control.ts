@@ -86,8 +86,11 @@ export = function (RED: NodeAPI) {
     let configError: Error | undefined;
     if (life.session) {
       try {
-        control = new ControlFlow(life.session, def, () =>
-          status({ fill: 'blue', shape: 'ring', text: RED._('localbattery-control.status.switching') }),
+        control = new ControlFlow(
+          life.session,
+          def,
+          () => status({ fill: 'blue', shape: 'ring', text: RED._('localbattery-control.status.switching') }),
+          (error) => node.warn(error.message),
         );
       } catch (error) {
         configError = error as Error;

@@ -56,6 +56,9 @@ function pollEvents(RED: NodeAPI, node: Node, format: ReturnType<typeof formatte
     back(ms, code) {
       node.log(RED._('localbattery-read.log.back', { seconds: Math.round(ms / 1000), code }));
     },
+    warn(error) {
+      node.warn(error.message);
+    },
   };
 }
 

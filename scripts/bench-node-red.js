@@ -12,7 +12,8 @@
 //                        1000,900-1100,100-1500: a fixed second, a busy device, a very uneven one)
 //   --only <names>       comma-separated scenarios: poll1, poll10, poll50 (K nodes polling every second), poll10x2s
 //                        (ten every 2 s: what they ask fits in the device's capacity), control, control+monitoring,
-//                        first-setpoint
+//                        first-setpoint, setpoint-delay (a 10 Hz feed beside a 1 s monitor: how long each setpoint
+//                        takes to reach the device, against two slots)
 //   --baseline           also runs every scenario with the margin of before issue 16 (the spread of answer times),
 //                        shown in brackets next to each figure
 //
@@ -24,6 +25,7 @@
 // produced it, sampled every 50 ms: median, p95, worst), arrivals under the minimum interval as the simulator saw
 // them, 503s, and the smallest gap between arrivals.
 const path = require('node:path');
+const { ClientRequest } = require('node:http');
 
 const dist = path.resolve(__dirname, '..', 'dist');
 const { helper, PASSWORD } = require(path.join(dist, 'test', 'support.js'));
@@ -33,7 +35,7 @@ const { ArrivalMargin } = require(path.join(dist, 'src', 'device', 'scheduler.js
 const nodes = ['device', 'read', 'control'].map((name) => require(path.join(dist, 'nodes', `localbattery-${name}.js`)));
 
 const INTERVAL_MS = 1000;
-const SCENARIOS = ['poll1', 'poll10', 'poll50', 'poll10x2s', 'control', 'control+monitoring', 'first-setpoint'];
+const SCENARIOS = ['poll1', 'poll10', 'poll50', 'poll10x2s', 'control', 'control+monitoring', 'first-setpoint', 'setpoint-delay'];
 
 function range(text, flag) {
   const match = /^(\d+)(?:-(\d+))?$/.exec(text ?? '');
@@ -354,6 +356,82 @@ const FIRST_SETPOINT_CASES = [
   ['after a redeploy, the app meanwhile set working mode 1', REAL_TIME.mode, 'redeploy-app', 2],
 ];
 
+/**
+ * Each control write's arrival at the simulator (its power) that was carried out, from the simulator's own record of
+ * arrivals, wrapped; and when each request's bytes left the client (a request may still be on its way when a setpoint
+ * is fed: it is no slot the setpoint missed).
+ */
+function watchArrivals(simulator) {
+  const http = simulator.http;
+  const record = http.recordArrival.bind(http);
+  const departures = [];
+  // Inherited from OutgoingMessage: patched on ClientRequest, and the patch deleted afterwards.
+  const end = Reflect.get(ClientRequest.prototype, 'end');
+  ClientRequest.prototype.end = function (...args) {
+    if (this.path.startsWith('/rpc/')) departures.push(performance.now());
+    return end.apply(this, args);
+  };
+  const arrivals = [];
+  const setpoints = [];
+  http.recordArrival = (arrival, path, operation, req, query) => {
+    const early = record(arrival, path, operation, req, query);
+    arrivals.push(arrival);
+    if (!early && operation.endsWith('.SetData')) {
+      const config = JSON.parse(decodeURIComponent(query.replace(/^config=/, '')));
+      if (config.t === REAL_TIME.stateAddress) setpoints.push({ at: arrival, power: config.v[1] });
+    }
+    return early;
+  };
+  return { arrivals, setpoints, departures, stop: () => delete ClientRequest.prototype.end };
+}
+
+/**
+ * A control node fed at 10 Hz beside a read node polling every second: for each setpoint fed, the time until the
+ * device has it or a newer one, against two slots (twice the mean time between arrivals); and how many took more
+ * than two arrivals after they were fed.
+ */
+async function setpointDelay(settings) {
+  const { simulator, relay, config, credentials } = await device(settings, { workingMode: REAL_TIME.mode });
+  const fed = [];
+  try {
+    await helper.load(nodes, [config, controlNode, ...readers(1, 1)], credentials);
+    await sleep(3 * INTERVAL_MS); // the start read answered and the poll running
+    const watched = watchArrivals(simulator);
+    let power = 800;
+    const feed = setInterval(() => {
+      power += 1;
+      fed.push({ at: performance.now(), power });
+      helper.getNode('control').receive({ payload: power });
+    }, 100);
+    await sleep(settings.seconds * 1000);
+    clearInterval(feed);
+    await sleep(3 * INTERVAL_MS); // the last setpoints arrive
+    await helper.unload();
+    watched.stop();
+    const { arrivals, setpoints, departures } = watched;
+    const delays = [];
+    let overTwo = 0;
+    for (const { at, power: watts } of fed) {
+      const reached = setpoints.find((s) => s.power >= watts && s.at >= at);
+      if (!reached) continue;
+      delays.push(reached.at - at);
+      // Requests that left after the setpoint was fed, up to the one that brought it.
+      if (departures.filter((d) => d > at && d <= reached.at).length > 2) overTwo++;
+    }
+    const slot = (arrivals.at(-1) - arrivals[0]) / (arrivals.length - 1);
+    return {
+      max: Math.round(Math.max(...delays)),
+      p99: Math.round(quantile(delays, 0.99)),
+      twoSlots: Math.round(2 * slot),
+      overTwo,
+      count: delays.length,
+    };
+  } finally {
+    await relay.close();
+    await simulator.stop();
+  }
+}
+
 /** `figure` of the new margin's run, and of the baseline's in brackets. */
 const pair = (result, figure) => (result.old ? `${result.now[figure]} (${result.old[figure]})` : `${result.now[figure]}`);
 
@@ -380,6 +458,7 @@ async function main() {
   );
   const rows = [];
   const starts = [];
+  const delays = [];
   for (const delay of chosen.delays)
     for (const latency of chosen.latencies) {
       const settings = { ...chosen, delay, latency };
@@ -412,6 +491,10 @@ async function main() {
           starts.push({ device, network, label, intervals, result });
           console.error(`done: ${device}, ${network}, ${label}`);
         }
+      if (chosen.only.includes('setpoint-delay')) {
+        delays.push({ device, network, result: await withBaseline(settings, () => setpointDelay(settings)) });
+        console.error(`done: ${device}, ${network}, setpoint delay`);
+      }
     }
   if (rows.length > 0) {
     console.log(
@@ -433,6 +516,16 @@ async function main() {
     for (const { device, network, label, intervals, result } of starts)
       console.log(
         `| ${device} | ${network} | ${label} | ${pair(result, 'ms')} | ${pair(result, 'requests')} | ≤ ${intervals * INTERVAL_MS} ms |`,
+      );
+  }
+  if (delays.length > 0) {
+    console.log(
+      '\n| device answers | network (each way) | 10 Hz setpoints beside a 1 s monitor: delay to the device, max / p99 (ms) | two slots (ms) | setpoints over two slots | setpoints |',
+    );
+    console.log('|---|---|---|---|---|---|');
+    for (const { device, network, result } of delays)
+      console.log(
+        `| ${device} | ${network} | ${pair(result, 'max')} / ${pair(result, 'p99')} | ${pair(result, 'twoSlots')} | ${pair(result, 'overTwo')} | ${pair(result, 'count')} |`,
       );
   }
   await new Promise((resolve) => helper.stopServer(resolve));

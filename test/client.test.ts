@@ -6,6 +6,7 @@ import { DeviceClient, type ClientOptions } from '../src/device/client';
 import { digestResponse, parseDigestHeader } from '../src/simulator/digest';
 import { DeviceError, UnauthorizedError, ValidationError } from '../src/errors';
 import { deviceQueue } from '../src/device/scheduler';
+import { goingOut } from './support';
 import { DeviceSimulator, type Fault, type SimulatorOptions } from '../src/simulator';
 
 const PASSWORD = 'secret-pass';
@@ -255,8 +256,9 @@ describe('DeviceClient against the simulator', function () {
 
     it('lets writes overtake waiting reads', async () => {
       const order: string[] = [];
-      const first = client.read([address('batterySoc')]).then(() => order.push('read 1'));
-      await new Promise((resolve) => setTimeout(resolve, 50)); // read 1 is now in flight
+      const one = goingOut();
+      const first = client.read([address('batterySoc')], { onStart: one.onStart }).then(() => order.push('read 1'));
+      await one.out;
       const second = client.read([address('batteryPower')]).then(() => order.push('read 2'));
       const write = client.write('lightSetting', 1).then(() => order.push('write'));
       await Promise.all([first, second, write]);
@@ -265,8 +267,9 @@ describe('DeviceClient against the simulator', function () {
 
     it('gives reads and writes turns when both wait, so a control loop cannot starve monitoring', async () => {
       const order: string[] = [];
-      const first = client.read([address('batterySoc')]).then(() => order.push('read 1'));
-      await new Promise((resolve) => setTimeout(resolve, 50)); // read 1 is now in flight
+      const one = goingOut();
+      const first = client.read([address('batterySoc')], { onStart: one.onStart }).then(() => order.push('read 1'));
+      await one.out;
       const second = client.read([address('batteryPower')]).then(() => order.push('read 2'));
       // Three writes wait with read 2: one goes first, then the read, then the other two.
       const writes = ['lightSetting', 'feedInPowerLimitSetting', 'maxAcOutputPowerSetting'].map((name) =>
@@ -279,8 +282,9 @@ describe('DeviceClient against the simulator', function () {
 
     it("an urgent write (an overdrive's second half) takes the next request, ahead of waiting writes and of the reads' turn", async () => {
       const order: string[] = [];
-      const first = client.write('lightSetting', 1).then(() => order.push('write 1'));
-      await new Promise((resolve) => setTimeout(resolve, 50)); // write 1 is now in flight: the reads' turn is next
+      const one = goingOut();
+      const first = client.write('lightSetting', 1, { onStart: one.onStart }).then(() => order.push('write 1'));
+      await one.out; // the reads' turn is next
       const read = client.read([address('batteryPower')]).then(() => order.push('read'));
       const plain = client.write('feedInPowerLimitSetting', 600).then(() => order.push('plain'));
       const urgent = client.write('maxAcOutputPowerSetting', 600, { urgent: true }).then(() => order.push('urgent'));
@@ -290,8 +294,9 @@ describe('DeviceClient against the simulator', function () {
     });
 
     it('replaces a waiting write to the same address: last write wins', async () => {
-      const inFlight = client.read([address('batterySoc')]);
-      await new Promise((resolve) => setTimeout(resolve, 50));
+      const read = goingOut();
+      const inFlight = client.read([address('batterySoc')], { onStart: read.onStart });
+      await read.out;
       const writes = [500, 600, 700].map((watts) => client.write('feedInPowerLimitSetting', watts));
       const outcomes = await Promise.all(writes);
       await inFlight;

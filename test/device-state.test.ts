@@ -19,6 +19,7 @@ import { RetriedLoad } from '../src/device/auth';
 import type { DeviceError } from '../src/errors';
 import { deviceQueue } from '../src/device/scheduler';
 import { DeviceSimulator, type SimulatorOptions } from '../src/simulator';
+import { goingOut } from './support';
 
 const PASSWORD = 'state-pass';
 const address = (name: string) => pointByName(name)!.address;
@@ -60,10 +61,22 @@ describe('device state (one truth about each device)', function () {
     return client;
   }
 
-  /** Every write the device accepted, as the device state saw it. */
+  /** A read that has gone out: the writes asked after it wait for the next slot, and fold. */
+  async function busyLine(client: DeviceClient): Promise<Promise<unknown>> {
+    const read = goingOut();
+    const blocker = client.read([address('batterySoc')], { onStart: read.onStart });
+    await read.out;
+    return blocker;
+  }
+
+  /** Every write of `client` the device accepted, in order. */
   function acceptedWrites(client: DeviceClient): string[] {
     const writes: string[] = [];
-    client.deviceState.on('write', (at: number, values: number[]) => writes.push(`${at}=${JSON.stringify(values)}`));
+    const writeRange = client.writeRange.bind(client);
+    client.writeRange = async (at, values, context) => {
+      await writeRange(at, values, context);
+      writes.push(`${at}=${JSON.stringify(values)}`);
+    };
     return writes;
   }
 
@@ -86,6 +99,7 @@ describe('device state (one truth about each device)', function () {
         { ...SETTINGS, limits: { chargeLimit: 2400, dischargeLimit: 2400 } },
       );
       return {
+        controller,
         start: () => [settle(gridOn.write('gridChargingSetting', 1)), settle(controller.apply(charge))],
         stop: () => [settle(modeOne.write('workingModeSetting', 1)), settle(gridOff.write('gridChargingSetting', 0))],
       };
@@ -107,6 +121,33 @@ describe('device state (one truth about each device)', function () {
       simulator.control.state.should.not.equal(STATE_CODES.charge);
     });
 
+    // The issue's case: a slow device (answers after 1 s), and the line busy when "start" comes.
+    for (const busy of ["the control node's start read of the mode", "a monitor's read", 'nothing']) {
+      it(`stop 0.4 s after start on a slow device, the line busy with ${busy}: working mode 1, never charging`, async () => {
+        await start({ workingMode: 1, latencyMs: 1000 });
+        const client = clientFor();
+        const writes = acceptedWrites(client);
+        const flows = cheapHours(client);
+        const inFlight =
+          busy === 'nothing'
+            ? Promise.resolve()
+            : busy === "a monitor's read"
+              ? client.read([address('batterySoc')])
+              : flows.controller.learnMode();
+        if (busy !== 'nothing') await until(() => simulator.stats.requests === 1, 'the read at the device');
+        const started = flows.start();
+        await sleep(400);
+        const stopped = flows.stop();
+        const outcomes = await Promise.all([...started, ...stopped, inFlight]);
+        should(outcomes[1]).containEql({ status: 'superseded' });
+        simulator.workingMode.should.equal(1);
+        simulator.value(GRID_CHARGING)!.should.equal(1000);
+        writes.should.not.containEql(`${REAL_TIME.stateAddress}=[1,1500,90]`);
+        writes.should.not.containEql(`${REAL_TIME.modeAddress}=[${REAL_TIME.mode}]`);
+        simulator.control.state.should.not.equal(STATE_CODES.charge);
+      });
+    }
+
     it('start 0.4 s after stop: the device ends charging at 1500 W in real-time control with grid charging on', async () => {
       await start({ workingMode: REAL_TIME.mode });
       const client = clientFor();
@@ -127,8 +168,7 @@ describe('device state (one truth about each device)', function () {
       const client = clientFor();
       await client.read([WORKING_MODE_READ_ADDRESS]);
       const controller = new RealTimeController(client.session(), SETTINGS);
-      const blocker = client.read([address('batterySoc')]);
-      await sleep(50); // the read is in flight; the writes wait
+      const blocker = await busyLine(client);
       const older = settle(client.session().write('workingModeSetting', 5));
       const ours = settle(controller.apply(parseControl(900, SETTINGS)));
       await new Promise((resolve) => setImmediate(resolve));
@@ -144,8 +184,7 @@ describe('device state (one truth about each device)', function () {
     it('checks a folded write as it will go out: state 1 alone over a waiting standby [0, 0, 0] is refused', async () => {
       await start({ workingMode: REAL_TIME.mode });
       const client = clientFor();
-      const blocker = client.read([address('batterySoc')]);
-      await sleep(50);
+      const blocker = await busyLine(client);
       const standby = settle(client.write(REAL_TIME.stateAddress, [0, 0, 0]));
       const charge = client.write(REAL_TIME.stateAddress, 1).then(
         () => undefined,
@@ -165,8 +204,7 @@ describe('device state (one truth about each device)', function () {
       const client = clientFor();
       const older = client.session();
       const newer = client.session();
-      const blocker = client.read([address('batterySoc')]);
-      await sleep(50);
+      const blocker = await busyLine(client);
       const first = settle(older.write('feedInPowerLimitSetting', 600));
       const second = settle(newer.write('feedInPowerLimitSetting', 700));
       should(await first).containEql({ status: 'superseded' });
@@ -175,6 +213,66 @@ describe('device state (one truth about each device)', function () {
       await blocker;
       await client.read([address('batterySoc')]); // behind the write
       simulator.value(address('feedInPowerLimit'))!.should.equal(600);
+    });
+  });
+
+  describe('a re-fold after a caller leaves (a partial deploy)', () => {
+    it('is checked again: [2, 2000, 90] left by a leaving 800 W is no setpoint under an 800 W discharge limit, and is not sent', async () => {
+      await start({ workingMode: REAL_TIME.mode });
+      const client = clientFor({ dischargeLimit: 800 });
+      const [a, b, c] = [client.session(), client.session(), client.session()];
+      const blocker = await busyLine(client);
+      const first = settle(a.write(REAL_TIME.stateAddress, [1, 2000, 90]));
+      const second = settle(b.write(REAL_TIME.powerAddress, 800));
+      const third = c.write(REAL_TIME.stateAddress, 2).then(
+        () => undefined,
+        (e: DeviceError) => e,
+      );
+      b.close();
+      should(await first).containEql({ status: 'superseded' });
+      should(await second).containEql({ status: 'superseded' });
+      const error = (await third)!;
+      should(error).have.property('code', 'INVALID_VALUE');
+      error.message.should.match(/\[2,2000,90\].*nothing was sent/);
+      await blocker;
+      await client.read([address('batterySoc')]); // where the write would have gone
+      simulator.control.should.not.containEql({ state: STATE_CODES.discharge, power: 2000 });
+      should(simulator.stats.byOperation['Vendor.SetData']).be.undefined();
+    });
+
+    it("does not keep the leaving caller's onStart and urgency", async () => {
+      await start();
+      const client = clientFor();
+      const [older, leaving] = [client.session(), client.session()];
+      const inFlight = client.write('backupSocSetting', 30); // a command: the reads' turn comes next
+      await until(() => simulator.stats.requests === 1, 'the write at the device');
+      const order: string[] = [];
+      const read = client.read([address('batterySoc')]).then(() => order.push('read'));
+      const kept = older.write('feedInPowerLimitSetting', 600).then(() => order.push('write'));
+      let started = false;
+      const gone = settle(leaving.write('feedInPowerLimitSetting', 700, { urgent: true, onStart: () => (started = true) }));
+      leaving.close();
+      await Promise.all([inFlight, read, kept, gone]);
+      await client.read([address('batterySoc')]); // behind the folded write
+      simulator.value(address('feedInPowerLimit'))!.should.equal(600);
+      order.should.eql(['write', 'read']); // the older caller was told at once; the read went first
+      started.should.be.false();
+    });
+
+    it('whose callers all left sends nothing', async () => {
+      await start({ workingMode: REAL_TIME.mode });
+      const client = clientFor();
+      const sessions = [client.session(), client.session(), client.session()];
+      const blocker = await busyLine(client);
+      const outcomes = [
+        settle(sessions[0].write(REAL_TIME.stateAddress, [1, 900, 90])),
+        settle(sessions[1].write(REAL_TIME.powerAddress, 800)),
+        settle(sessions[2].write(REAL_TIME.stateAddress, 2)),
+      ];
+      for (const session of sessions) session.close();
+      await Promise.all([blocker, ...outcomes]);
+      await client.read([address('batterySoc')]);
+      should(simulator.stats.byOperation['Vendor.SetData']).be.undefined();
     });
   });
 
@@ -189,6 +287,20 @@ describe('device state (one truth about each device)', function () {
       (await controller.apply(parseControl(-800, SETTINGS))).status.should.equal('written');
       simulator.control.should.containEql({ state: STATE_CODES.charge, power: 800 });
       client.deviceState.setpoint!.should.containEql({ code: STATE_CODES.charge, power: 800 });
+    });
+
+    it("another node's refused write to the power point is no mode change: the next setpoint is one request", async () => {
+      await start({ workingMode: REAL_TIME.mode });
+      const client = clientFor();
+      const controller = new RealTimeController(client.session(), SETTINGS);
+      should(await controller.learnMode()).equal(REAL_TIME.mode);
+      (await controller.apply(parseControl(900, SETTINGS))).status.should.equal('written');
+      simulator.setFault('resultFalse', 1);
+      should(await settle(client.session().write(REAL_TIME.powerAddress, 700))).equal('REFUSED');
+      const before = simulator.stats.byOperation['Vendor.SetData'];
+      (await controller.apply(parseControl(950, SETTINGS))).should.eql({ status: 'written', modeChanged: false });
+      (simulator.stats.byOperation['Vendor.SetData'] - before).should.equal(1);
+      client.deviceState.mode()!.should.equal(REAL_TIME.mode);
     });
 
     it('detects the namespace once per device, not once per client', async () => {
@@ -293,6 +405,20 @@ describe('device state (one truth about each device)', function () {
       simulator.control.should.containEql({ state: STATE_CODES.discharge, power: 1000 });
     });
 
+    it('a failed start read is told to the warn hook, and what the earlier deployment saw stays untrusted', async () => {
+      const controller = await redeployedIntoSelfConsumption();
+      simulator.setFault('http500', 1);
+      const warnings: string[] = [];
+      should(await controller.learnMode((error) => warnings.push(error.message))).be.undefined();
+      warnings.should.have.length(1);
+      warnings[0].should.match(/500/);
+      const before = simulator.stats.byOperation['Vendor.SetData'];
+      // The same setpoint as before the redeploy: no repeat, and the mode is written first, not refused.
+      (await controller.apply(parseControl(900, SETTINGS))).should.eql({ status: 'written', modeChanged: true });
+      (simulator.stats.byOperation['Vendor.SetData'] - before).should.equal(2);
+      simulator.control.should.containEql({ state: STATE_CODES.discharge, power: 900 });
+    });
+
     it('a message before the start read has gone out withdraws the read: mode and setpoint, two requests in all', async () => {
       const controller = await redeployedIntoSelfConsumption();
       const before = simulator.stats.requests;
@@ -314,12 +440,15 @@ describe('device state (one truth about each device)', function () {
       const session = client.session();
       simulator.setFault('http503', 1);
       const read = settle(session.read([address('batterySoc')]));
-      await until(() => simulator.stats.requests === 1, 'first request');
-      await sleep(50); // the 503 is in: the retry waits for the interval
+      const margin = deviceQueue('127.0.0.1', simulator.port).margin;
+      const before = margin.ms;
+      await until(() => margin.ms > before, 'the 503'); // the retry waits for the interval
       session.close();
       should(await read).equal('CLOSED');
-      await sleep(1200); // past the moment of the retry
-      simulator.stats.requests.should.equal(1);
+      // Another read takes the slot the retry would have had: it is the only request after the 503.
+      await client.read([address('batteryPower')]);
+      simulator.stats.requests.should.equal(2);
+      simulator.stats.byOperation['Vendor.GetData'].should.equal(2);
       client.queueSize.should.equal(0);
     });
   });

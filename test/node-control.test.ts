@@ -1,4 +1,6 @@
 /** The real-time control node against the simulator, and its editor validation. */
+import fs from 'node:fs';
+import path from 'node:path';
 import should from 'should';
 import deviceNode = require('../nodes/localbattery-device');
 import controlNode = require('../nodes/localbattery-control');
@@ -6,7 +8,7 @@ import writeNode = require('../nodes/localbattery-write');
 import { REAL_TIME, WORKING_MODES, pointByName, writePointByAddress, type ReadPoint } from '../src/points/catalogue';
 import { CONTROL_DEFAULTS, MAX_CONTROL_SECONDS, STATE_CODES } from '../src/control/control';
 import type { DeviceSimulator } from '../src/simulator';
-import { deviceConfig, helper, startSimulator } from './support';
+import { PASSWORD, deviceConfig, helper, startSimulator } from './support';
 import {
   type EditorUnderTest,
   inEnglish,
@@ -21,6 +23,9 @@ import {
 } from './node-support';
 
 const nodes = [inEnglish(deviceNode), inEnglish(controlNode), inEnglish(writeNode)];
+// The core nodes are CommonJS files found by path.
+// eslint-disable-next-line @typescript-eslint/no-require-imports
+const core = (file: string) => require(require.resolve(`@node-red/nodes/core/${file}`));
 const TIME = '\\d{1,2}:\\d{2}:\\d{2}( [AP]M)?';
 const power = writePointByAddress(REAL_TIME.powerAddress)!;
 const soc = writePointByAddress(REAL_TIME.socAddress)!;
@@ -398,6 +403,80 @@ describe('localbattery-control node', function () {
       process.off('unhandledRejection', onRejection);
     }
   });
+});
+
+/**
+ * The Cheap-hours charging example as shipped, armed and pointed at a slow simulator (answers after 1 s, as the
+ * specification says): "start" (grid charging on, the control node charging 1500 W to 90 %) and, 0.4 s later, "stop"
+ * (working mode 1, grid charging off). The last command wins by the time it was given, on a busy line too.
+ */
+describe('Cheap-hours charging example: stop 0.4 s after start on a slow device', function () {
+  this.timeout(20000);
+  let simulator: DeviceSimulator;
+
+  afterEach(async function () {
+    await helper.unload();
+    await simulator?.stop();
+  });
+
+  async function deploy(): Promise<{ flow: Record<string, any>[]; writes: string[] }> {
+    const file = path.join(__dirname, '..', '..', 'examples', 'Cheap-hours charging.json');
+    const example: Record<string, any>[] = JSON.parse(fs.readFileSync(file, 'utf8'));
+    const device = example.find((n) => n.type === 'localbattery-device')!;
+    const writers = example.filter((n) => n.type === 'localbattery-write' || n.type === 'localbattery-control').map((n) => n.id);
+    // Armed (every node enabled), on a tab as the editor's Import puts it.
+    const flow = [
+      { id: 'tab', type: 'tab', label: 'Cheap-hours charging' },
+      ...example.map(({ d: _disabled, ...n }) =>
+        n.type === 'debug'
+          ? { id: n.id, z: 'tab', type: 'helper', wires: [] }
+          : n.id === device.id
+            ? { ...n, host: '127.0.0.1', port: simulator.port }
+            : { ...n, z: 'tab' },
+      ),
+      { id: 'done', z: 'tab', type: 'complete', scope: writers, uncaught: false, wires: [['completed']] },
+      { id: 'completed', z: 'tab', type: 'helper' },
+    ];
+    await helper.load([...nodes, core('common/20-inject.js'), core('common/90-comment.js'), core('common/24-complete.js')], flow, {
+      [device.id]: { password: PASSWORD },
+    });
+    // Every write the device accepted, in order.
+    const client = helper.getNode(device.id).client;
+    const writes: string[] = [];
+    const writeRange = client.writeRange.bind(client);
+    client.writeRange = async (at: number, values: number[], context: unknown) => {
+      await writeRange(at, values, context);
+      writes.push(`${at}=${JSON.stringify(values)}`);
+    };
+    return { flow, writes };
+  }
+
+  for (const line of ["busy (the control node's start read of the mode in flight)", 'idle']) {
+    it(`ends in working mode 1, not charging, with the line ${line}`, async function () {
+      simulator = await startSimulator({ workingMode: 1, latencyMs: 1000 });
+      const { flow, writes } = await deploy();
+      const control = flow.find((n) => n.type === 'localbattery-control')!;
+      await until(() => simulator.stats.requests === 1, 3000, 'the start read at the device');
+      if (line === 'idle')
+        await until(
+          () => lastStatus(helper.getNode(control.id))?.text === text('localbattery-device.status.connected'),
+          3000,
+          'its answer',
+        );
+      const completed: unknown[] = [];
+      helper.getNode('completed').on('input', (msg: unknown) => completed.push(msg));
+      helper.getNode(flow.find((n) => n.type === 'inject' && /start/.test(n.name))!.id).receive({});
+      await sleep(400);
+      helper.getNode(flow.find((n) => n.type === 'inject' && /back/.test(n.name))!.id).receive({});
+      await until(() => completed.length === 4, 10000, 'all four commands done');
+      should(simulator.workingMode).equal(1);
+      should(simulator.control.state).not.equal(STATE_CODES.charge);
+      should(simulator.value(pointByName('gridCharging')!.address)).equal(1000);
+      should(writes).not.containEql(`${REAL_TIME.stateAddress}=[1,1500,90]`);
+      should(writes.at(-1)).not.equal(`${REAL_TIME.modeAddress}=[${REAL_TIME.mode}]`);
+      should(simulator.stats.violations).be.empty();
+    });
+  }
 });
 
 describe('localbattery-control editor validation', function () {

@@ -202,11 +202,12 @@ describe('read polling (src/device/poller.ts)', function () {
     run.stop();
   });
 
-  it('keeps polling when an event handler throws, and lets no rejection escape', async function () {
+  it('keeps polling when an event handler throws, warns of it, and lets no rejection escape', async function () {
     const rejections: unknown[] = [];
     const onRejection = (reason: unknown) => rejections.push(reason);
     process.on('unhandledRejection', onRejection);
     try {
+      const warnings: string[] = [];
       const run = new Poller(
         device.read,
         { addresses: [SOC], intervalMs: 1000, keyOf, onlyChange: false, deadBand: parseDeadBand(''), heartbeatMs: 0, perPoint: false },
@@ -216,6 +217,7 @@ describe('read polling (src/device/poller.ts)', function () {
           },
           failed: () => undefined,
           back: () => undefined,
+          warn: (error) => warnings.push(error.message),
         },
         clock,
       );
@@ -226,6 +228,8 @@ describe('read polling (src/device/poller.ts)', function () {
       run.stop();
       await settle();
       should(rejections).eql([]);
+      // Each throw is told, not swallowed.
+      should(warnings).eql(['send failed', 'send failed', 'send failed', 'send failed']);
     } finally {
       process.off('unhandledRejection', onRejection);
     }

@@ -1,13 +1,15 @@
 /** The device queue (src/device/scheduler.ts) through real clients and sessions against the simulator on 127.0.0.1. */
+import { getEventListeners } from 'node:events';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import should from 'should';
 import { READ_POINTS, REAL_TIME, pointByName } from '../src/points/catalogue';
 import { DeviceClient, type ClientOptions } from '../src/device/client';
 import type { DeviceError } from '../src/errors';
-import { ArrivalMargin, deviceQueue } from '../src/device/scheduler';
+import { ArrivalMargin, DeviceQueue, deviceQueue, type QueueMember, type RequestContext } from '../src/device/scheduler';
 import { DeviceSimulator, type SimulatorOptions } from '../src/simulator';
 import { exchange } from '../src/device/transport';
+import { goingOut } from './support';
 
 const PASSWORD = 'queue-pass';
 const address = (name: string) => pointByName(name)!.address;
@@ -37,8 +39,9 @@ describe('device queue (one per device, sessions per user)', function () {
     await start();
     const removed = client.session();
     const staying = client.session();
-    const busy = staying.read([address('batterySoc')]);
-    await new Promise((resolve) => setTimeout(resolve, 50)); // the read is in flight; the writes wait
+    const read = goingOut();
+    const busy = staying.read([address('batterySoc')], { onStart: read.onStart });
+    await read.out; // the writes wait for the next slot
     const dropped = settle(removed.write('feedInPowerLimitSetting', 600));
     const kept = settle(staying.write('backupSocSetting', 30));
     removed.close();
@@ -53,8 +56,9 @@ describe('device queue (one per device, sessions per user)', function () {
 
   it('folds a newer write into a waiting one: the values it leaves out and the place in the queue stay', async () => {
     await start({ workingMode: REAL_TIME.mode });
-    const busy = client.read([address('batterySoc')]);
-    await new Promise((resolve) => setTimeout(resolve, 50));
+    const read = goingOut();
+    const busy = client.read([address('batterySoc')], { onStart: read.onStart });
+    await read.out;
     const order: string[] = [];
     const full = client.write(REAL_TIME.stateAddress, [1, 1500, 90]).then((r) => (order.push('control'), r.status));
     const between = client.write('lightSetting', 1).then(() => order.push('light'));
@@ -70,8 +74,9 @@ describe('device queue (one per device, sessions per user)', function () {
     await start();
     const numeric = READ_POINTS.filter((p) => !simulator.isUnsupported(p.address)).map((p) => p.address);
     const large = Array.from({ length: 2000 }, (_, i) => 20000 + i);
-    const big = client.read(large);
-    await new Promise((resolve) => setTimeout(resolve, 50)); // its first request is in flight
+    const first = goingOut();
+    const big = client.read(large, { onStart: first.onStart });
+    await first.out;
     const before = simulator.stats.requests;
     await client.read([numeric[0]]);
     (simulator.stats.requests - before).should.be.belowOrEqual(2);
@@ -140,17 +145,173 @@ describe('device queue (one per device, sessions per user)', function () {
     connectMs.should.be.within(0, connected - started);
   });
 
-  it('a request whose hold is aborted never reaches the device', async () => {
-    const controller = new AbortController();
+  it('a request whose hold is rejected never reaches the device', async () => {
     const arrivals = await withServer(async (options) => {
-      const held = () =>
-        new Promise<void>((_resolve, reject) => {
-          controller.abort();
-          reject(new Error('dropped while held'));
-        });
-      await exchange({ ...options, signal: controller.signal, onConnected: held }).should.be.rejected();
+      // As the queue does for a job dropped while held: the hold rejects, nothing is aborted.
+      const held = () => Promise.reject(new Error('dropped while held'));
+      await exchange({ ...options, onConnected: held }).should.be.rejectedWith('dropped while held');
     });
     arrivals.should.be.empty();
+  });
+
+  it('the time-out does not run while the request is held for its slot', async () => {
+    const arrivals = await withServer(async (options) => {
+      const held = () => new Promise<void>((resolve) => setTimeout(resolve, 300));
+      (await exchange({ ...options, timeoutMs: 200, onConnected: held })).status.should.equal(200);
+    });
+    arrivals.should.have.length(1);
+  });
+
+  describe('the queue with requests the test drives', () => {
+    /** A member whose request opens its "connection" with `connect` (the test's) and sends nothing of its own. */
+    class Member implements QueueMember {
+      readonly mergeKey = 'test';
+      readonly minIntervalMs = 100;
+      readonly maxQueue = 100;
+      readonly maxAddressesPerRead = 50;
+      /** What left, and when (performance.now()). */
+      readonly sent: { what: string; at: number }[] = [];
+
+      constructor(private readonly connect: (what: string, context: RequestContext) => Promise<void> = () => Promise.resolve()) {}
+
+      async readBatch(addresses: number[], context: RequestContext): Promise<Record<string, unknown>> {
+        await this.request(`read ${addresses.join()}`, context);
+        return Object.fromEntries(addresses.map((address) => [address, 1]));
+      }
+
+      async writeRange(address: number, values: number[], context: RequestContext): Promise<void> {
+        await this.request(`${address}=${values.join()}`, context);
+      }
+
+      private async request(what: string, context: RequestContext): Promise<void> {
+        await context.gate();
+        await this.connect(what, context);
+        // A timed handshake: the next connection opens this long before its slot, and the request is held until it.
+        await context.connected(40);
+        this.sent.push({ what, at: performance.now() });
+        context.answered();
+      }
+    }
+
+    let queue: DeviceQueue;
+    afterEach(() => queue?.detach(member));
+    let member: Member;
+
+    /** A new member: resolves when the request `what` has its connection (it is held for its slot, or goes). */
+    function reaching(what: string): Promise<void> {
+      return new Promise<void>((resolve) => {
+        member = new Member((request) => {
+          if (request === what) resolve();
+          return Promise.resolve();
+        });
+      });
+    }
+    const rejection = (promise: Promise<unknown>) =>
+      promise.then(
+        () => undefined,
+        (error: Error) => error,
+      );
+
+    it('a job dropped while held for its slot: "before the request was sent", and the slot goes to the next job', async () => {
+      const held = reaching('2=2');
+      queue = new DeviceQueue();
+      queue.attach(member);
+      const [first, dropped, next] = [{}, {}, {}];
+      const one = queue.write(member, 1, [1], { owner: first });
+      const two = rejection(queue.write(member, 2, [2], { owner: dropped }));
+      await held;
+      queue.close(dropped);
+      const error = (await two)!;
+      should(error).have.property('code', 'CLOSED');
+      error.message.should.match(/before the request was sent/);
+      await one;
+      await queue.write(member, 3, [3], { owner: next });
+      member.sent.map((s) => s.what).should.eql(['1=1', '3=3']);
+      // In the dropped job's slot: one interval and the margin after the first, not two.
+      (member.sent[1].at - member.sent[0].at).should.be.below(1.5 * (member.minIntervalMs + queue.margin.ms));
+    });
+
+    it('a write held for its slot takes a newer write to its address: the fold goes in that slot, the held request never', async () => {
+      const held = reaching('2=2');
+      queue = new DeviceQueue();
+      queue.attach(member);
+      const one = queue.write(member, 1, [1]);
+      const older = queue.write(member, 2, [2]);
+      await held;
+      const newer = queue.write(member, 2, [3]);
+      (await older).should.equal('superseded');
+      (await newer).should.equal('written');
+      await one;
+      member.sent.map((s) => s.what).should.eql(['1=1', '2=3']);
+      (member.sent[1].at - member.sent[0].at).should.be.below(1.5 * (member.minIntervalMs + queue.margin.ms));
+    });
+
+    it('a job dropped while its connection opens is cut at once, not at the time-out', async () => {
+      const ends: string[] = [];
+      const timers = new Set<NodeJS.Timeout>();
+      member = new Member((what, context) =>
+        what !== '2=2'
+          ? Promise.resolve()
+          : new Promise<void>((_resolve, reject) => {
+              const timer = setTimeout(() => (ends.push('time-out'), reject(new Error('time-out'))), 3000);
+              timers.add(timer);
+              context.signal.addEventListener('abort', () => {
+                clearTimeout(timer);
+                ends.push('cut');
+                reject(new Error('cut'));
+              });
+              connecting();
+            }),
+      );
+      let connecting!: () => void;
+      const opening = new Promise<void>((resolve) => (connecting = resolve));
+      queue = new DeviceQueue();
+      queue.attach(member);
+      const owner = {};
+      const one = queue.write(member, 1, [1]);
+      const two = rejection(queue.write(member, 2, [2], { owner }));
+      await opening;
+      queue.close(owner);
+      should(await two).have.property('code', 'CLOSED');
+      await one;
+      await queue.write(member, 3, [3]);
+      for (const timer of timers) clearTimeout(timer);
+      ends.should.eql(['cut']);
+      member.sent.map((s) => s.what).should.eql(['1=1', '3=3']);
+    });
+
+    it("an urgent write takes the reads' turn once: a read waits one urgent slot at most", async () => {
+      const commandOut = reaching('1=1');
+      queue = new DeviceQueue();
+      queue.attach(member);
+      const command = queue.write(member, 1, [1]);
+      await commandOut;
+      const read = queue.read(member, [7]);
+      const urgent = [queue.write(member, 2, [2], { urgent: true }), queue.write(member, 3, [3], { urgent: true })];
+      await Promise.all([command, read, ...urgent]);
+      member.sent.map((s) => s.what).should.eql(['1=1', '2=2', 'read 7', '3=3']);
+    });
+
+    it("a read's abort listener goes when the read is done", async () => {
+      member = new Member();
+      queue = new DeviceQueue();
+      queue.attach(member);
+      const withdraw = new AbortController();
+      await queue.read(member, [7], { signal: withdraw.signal });
+      getEventListeners(withdraw.signal, 'abort').should.have.length(0);
+    });
+
+    it('waits never end early, whatever fraction of a ms they end on', async () => {
+      const sleeper = new DeviceQueue() as unknown as { sleepUntil(time: number, signal?: AbortSignal): Promise<void> };
+      const signal = new AbortController().signal;
+      let early = 0;
+      for (let i = 0; i < 40; i++) {
+        const due = performance.now() + 2 + Math.random();
+        await sleeper.sleepUntil(due, signal);
+        if (performance.now() < due) early++;
+      }
+      early.should.equal(0);
+    });
   });
 
   describe('arrival margin', () => {

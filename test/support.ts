@@ -51,3 +51,13 @@ export function deviceConfig(simulator: DeviceSimulator, id = 'device1', extra: 
 }
 
 export { helper };
+
+/**
+ * Job options whose onStart tells when the job's request has gone out: what is asked after it waits for the next
+ * slot (instead of a fixed sleep that relies on the interval).
+ */
+export function goingOut(): { onStart: () => void; out: Promise<void> } {
+  let onStart!: () => void;
+  const out = new Promise<void>((resolve) => (onStart = resolve));
+  return { onStart, out };
+}

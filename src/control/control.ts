@@ -15,7 +15,7 @@ import {
 } from '../points/catalogue';
 import type { DeviceState } from '../device/device-state';
 import type { JobOptions } from '../device/scheduler';
-import { RefusedError, ValidationError } from '../errors';
+import { ClientClosedError, RefusedError, ValidationError } from '../errors';
 import { decimalNumber } from '../numbers';
 
 export type ControlStateName = 'standby' | 'charge' | 'discharge';
@@ -317,19 +317,15 @@ export function controlSettings(input: ControlSettingsInput, limits?: WriteLimit
   };
 }
 
-/** Called with the number a write gets in the device state's order (DeviceState.lastWriteTo) when it is queued. */
-export interface WriteOptions {
-  onQueued?: (writeNumber: number) => void;
-}
+/** How a write of the controller goes through the queue (see JobOptions). */
+export type WriteOptions = Pick<JobOptions, 'given' | 'urgent' | 'onStart'>;
 
 /** What the controller needs of a client (a flow node's session). */
 export interface ControlTarget {
   write(point: number, values: unknown, options?: WriteOptions): Promise<{ status: 'written' | 'superseded' }>;
   setRealTime(state: number, power: number, soc: number, options?: WriteOptions): Promise<{ status: 'written' | 'superseded' }>;
   read(addresses: readonly number[], options?: { onStart?: () => void; signal?: AbortSignal }): Promise<unknown>;
-  /** The last value read from or accepted at `address` (at: performance.now()), if not older than `maxAgeMs`. */
-  knownValue(address: number, maxAgeMs?: number): { value: unknown; at: number } | undefined;
-  /** What the process knows of the device: its working mode, the setpoint it acknowledged, the order of writes. */
+  /** What the process knows of the device: its working mode, the setpoint it acknowledged, the order of commands. */
   readonly deviceState: DeviceState;
 }
 
@@ -352,8 +348,9 @@ const CONTROL_ADDRESSES = [REAL_TIME.modeAddress, REAL_TIME.stateAddress, REAL_T
  * repeat). The working mode is what the device state knows (a read of 7101, a write of 47005, an accepted setpoint);
  * `learnMode` reads it when a node starts, so that stale knowledge of an earlier deployment does not count. When
  * nothing is known it is written without reading first, which is safe because the node switches it anyway. A refused
- * setpoint means the mode was changed elsewhere: it is switched back and the setpoint sent once more, unless a newer
- * command to the mode or the setpoint was asked for meanwhile (the last command wins, also over a retry).
+ * setpoint may mean the mode was changed elsewhere: it is switched back and the setpoint sent once more. Each command
+ * is stamped when it is given: a newer command to the mode or the setpoint, given while this one waited (for the
+ * start's read, the mode switch or a retry), wins over it, whatever reached the queue first.
  */
 export class RealTimeController {
   private underWay: { command: ControlCommand; outcome: Promise<ControlOutcome> } | undefined;
@@ -363,8 +360,6 @@ export class RealTimeController {
   /** What was known of the working mode and setpoint before this moment does not count (performance.now(), Date.now()). */
   private modeKnownAfter = -Infinity;
   private setpointKnownAfter = -Infinity;
-  /** The number of this controller's latest mode write (shared by the setpoints that wait for it). */
-  private ownModeWrite = 0;
   /** Asked each time: a client of a host name knows its device (and the device's state) once the name is resolved. */
   private get state(): DeviceState {
     return this.target.deviceState;
@@ -378,9 +373,10 @@ export class RealTimeController {
 
   /**
    * Reads the working mode (7101) through the queue, whatever an earlier deployment saw; setpoints wait for it.
-   * Resolves with the mode, or undefined when the read failed (the first setpoint then switches the mode as before).
+   * Resolves with the mode, or undefined when the read failed or was withdrawn: what an earlier deployment saw then
+   * still does not count (the first setpoint switches the mode). A failure goes to `warn`.
    */
-  learnMode(): Promise<number | undefined> {
+  learnMode(warn: (error: Error) => void = (error) => process.emitWarning(error)): Promise<number | undefined> {
     const withdraw = new AbortController();
     const askedAt = { clock: performance.now(), date: Date.now() };
     const learning = {
@@ -388,11 +384,16 @@ export class RealTimeController {
       withdraw,
       mode: this.target.read([WORKING_MODE_READ_ADDRESS], { onStart: () => (learning.started = true), signal: withdraw.signal }).then(
         () => this.state.mode(),
-        () => {
-          // Withdrawn for a setpoint: what an earlier deployment saw still does not count.
-          if (withdraw.signal.aborted) {
-            this.modeKnownAfter = askedAt.clock;
-            this.setpointKnownAfter = askedAt.date;
+        (error: Error) => {
+          this.modeKnownAfter = askedAt.clock;
+          this.setpointKnownAfter = askedAt.date;
+          // Withdrawn for a setpoint, or dropped as the node closes, is no failure.
+          if (!withdraw.signal.aborted && !(error instanceof ClientClosedError)) {
+            try {
+              warn(error);
+            } catch (thrown) {
+              process.emitWarning(thrown as Error);
+            }
           }
           return undefined;
         },
@@ -419,14 +420,15 @@ export class RealTimeController {
 
   /**
    * Sends `command` unless it repeats an acknowledged setpoint within the repeat time (`force`: send anyway);
-   * `onSending` is called when it is decided to send.
+   * `onSending` is called when it is decided to send. The command counts as given now.
    */
   async apply(
     command: ControlCommand,
     force = false,
     onSending: () => void = () => undefined,
-    job: Pick<JobOptions, 'onStart' | 'urgent'> = {},
+    job: Omit<WriteOptions, 'given'> = {},
   ): Promise<ControlOutcome> {
+    const given = this.state.stamp();
     await this.awaitLearning();
     if (!force && this.isRepeat(command)) return { status: 'repeat', modeChanged: false };
     const earlier = this.underWay;
@@ -436,7 +438,7 @@ export class RealTimeController {
       if (this.isRepeat(command)) return { status: 'repeat', modeChanged: false };
     }
     onSending();
-    const outcome = this.send(command, job);
+    const outcome = this.send(command, { ...job, given });
     const entry = { command, outcome };
     this.underWay = entry;
     try {
@@ -452,56 +454,60 @@ export class RealTimeController {
     return isRepeat(setpoint, command, Date.now(), this.settings.repeatMs);
   }
 
-  private async send(command: ControlCommand, job: Pick<JobOptions, 'onStart' | 'urgent'>): Promise<ControlOutcome> {
+  /** A command to the mode or the setpoint given after `given` (by anyone, this controller too): it is the last command. */
+  private overtaken(given: number): boolean {
+    return CONTROL_ADDRESSES.some((address) => this.state.lastCommandTo(address) > given);
+  }
+
+  private async send(command: ControlCommand, job: WriteOptions & { given: number }): Promise<ControlOutcome> {
     const { switchMode } = this.settings;
-    const since = this.state.writeCount;
-    const mine = new Set<number>();
-    const own = { ...job, onQueued: (writeNumber: number) => mine.add(writeNumber) };
-    /** A write to the mode or the setpoint asked for by someone else after this one began: it is the last command. */
-    const overtaken = () =>
-      CONTROL_ADDRESSES.some((address) => {
-        const last = this.state.lastWriteTo(address);
-        return last > since && !mine.has(last) && last !== this.ownModeWrite;
-      });
+    const { given } = job;
+    if (this.overtaken(given)) return SUPERSEDED;
     let modeChanged = false;
     if (switchMode) {
-      const switched = await this.ensureMode();
-      if (switched === 'superseded') return SUPERSEDED;
+      const switched = await this.ensureMode(given);
+      if (switched === 'superseded' || this.overtaken(given)) return SUPERSEDED;
       modeChanged = switched === 'written';
     }
     let result;
     try {
-      result = await this.target.setRealTime(...controlValues(command), own);
+      result = await this.target.setRealTime(...controlValues(command), job);
     } catch (error) {
       if (!(error instanceof RefusedError) || !switchMode || modeChanged) throw error;
-      if (overtaken()) return SUPERSEDED;
-      const switched = await this.ensureMode();
-      if (switched === 'superseded' || overtaken()) return SUPERSEDED;
-      if (switched !== 'written') throw error;
+      if (this.overtaken(given)) return SUPERSEDED;
+      // The device does not say why it refused: the mode may have been changed elsewhere. Switch and try once more.
+      const switched = await this.ensureMode(given, true);
+      if (switched === 'superseded' || this.overtaken(given)) return SUPERSEDED;
       modeChanged = true;
-      result = await this.target.setRealTime(...controlValues(command), own);
+      result = await this.target.setRealTime(...controlValues(command), job);
     }
     if (result.status !== 'written') return { status: 'superseded', modeChanged };
     return { status: 'written', modeChanged };
   }
 
   /**
-   * Writes the real-time control mode unless it is known to be set (for the re-check time); 'written' when written,
-   * 'superseded' when a newer write to the mode replaced it. Concurrent calls share one.
+   * Writes the real-time control mode unless it is known to be set (for the re-check time; `force`: write anyway),
+   * as a command given at `given`; 'superseded' when a newer command to the mode replaced it. Concurrent calls share one
+   * write; one that lost to a command given before this caller's is written again for it.
    */
-  private ensureMode(): Promise<'known' | 'written' | 'superseded'> {
+  private async ensureMode(given: number, force = false): Promise<'known' | 'written' | 'superseded'> {
     const maxAge = this.settings.modeCheckMs > 0 ? this.settings.modeCheckMs : Infinity;
     const learntAt = this.state.modeAt ?? -Infinity;
-    if (this.state.mode(maxAge) === REAL_TIME.mode && learntAt >= this.modeKnownAfter) return Promise.resolve('known');
-    this.modeSwitch ??= (async () => {
+    if (!force && this.state.mode(maxAge) === REAL_TIME.mode && learntAt >= this.modeKnownAfter) return 'known';
+    const switched = await this.switchMode(given, false);
+    if (switched !== 'superseded' || this.overtaken(given)) return switched;
+    return this.switchMode(given, true);
+  }
+
+  private switchMode(given: number, fresh: boolean): Promise<'written' | 'superseded'> {
+    if (this.modeSwitch && !fresh) return this.modeSwitch;
+    const outcome = (async () => {
       this.onSwitching();
-      const outcome = await this.target.write(REAL_TIME.modeAddress, REAL_TIME.mode, {
-        onQueued: (writeNumber) => (this.ownModeWrite = writeNumber),
-      });
-      return outcome.status;
+      return (await this.target.write(REAL_TIME.modeAddress, REAL_TIME.mode, { given })).status;
     })().finally(() => {
-      this.modeSwitch = undefined;
+      if (this.modeSwitch === outcome) this.modeSwitch = undefined;
     });
-    return this.modeSwitch;
+    this.modeSwitch = outcome;
+    return outcome;
   }
 }

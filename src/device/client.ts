@@ -170,6 +170,8 @@ export class DeviceClient extends EventEmitter implements QueueMember, DeviceOpe
   private joining: Promise<DeviceQueue> | undefined;
   /** Owners (sessions) closed while their work waited for the host name's lookup. */
   private readonly closedOwners = new WeakSet<object>();
+  /** Computed once, and again when the password changes: the queue asks for it on every merge. */
+  private credentialsKey: string;
   private closed = false;
   private authorizedOnce = false;
   private currentState: ConnectionState = 'unknown';
@@ -204,6 +206,7 @@ export class DeviceClient extends EventEmitter implements QueueMember, DeviceOpe
       dischargeLimit: validatePowerLimit(options.dischargeLimit ?? POWER_LIMIT.default, 'discharge limit'),
     };
     this.maxQueue = options.maxQueue ?? DEFAULTS.maxQueue;
+    this.credentialsKey = this.keyOfCredentials();
     this.queue = new DeviceQueue();
     if (address !== undefined) this.joinQueue(address);
   }
@@ -250,6 +253,10 @@ export class DeviceClient extends EventEmitter implements QueueMember, DeviceOpe
    * follows a password change.
    */
   get mergeKey(): string {
+    return this.credentialsKey;
+  }
+
+  private keyOfCredentials(): string {
     return createHash('sha256')
       .update(JSON.stringify([this.auth, this.username, this.auth === 'digest' ? this.password : '', this.configuredNamespace ?? '']))
       .digest('hex');
@@ -397,6 +404,7 @@ export class DeviceClient extends EventEmitter implements QueueMember, DeviceOpe
           if ((body as { result?: unknown }).result !== true)
             throw new RefusedError('the password change', 'the current password may be wrong');
           this.password = newPassword;
+          this.credentialsKey = this.keyOfCredentials();
           this.authorizedOnce = true;
         },
         options,
@@ -519,7 +527,6 @@ export class DeviceClient extends EventEmitter implements QueueMember, DeviceOpe
       }
       const body = this.interpret(call, answer);
       this.authorizedOnce = true;
-      this.queue.state.authAccepted(this.auth);
       this.setState('ok');
       return body;
     } catch (error) {

@@ -1,10 +1,9 @@
 /**
  * One truth about each device, kept by its queue (src/device/scheduler.ts) for every client, session and node of the process:
  * what the device last said or accepted at each address, its working mode, the real-time setpoint it last
- * acknowledged (from any node), the namespace and authentication that answered, and the order in which writes were
- * asked for (so that a retry can tell whether a newer command came since).
+ * acknowledged (from any node), the namespace that answered, and when (in the order of all commands) the newest command
+ * to each address was given, so that the last command wins by the time it was given, not by when it reached the queue.
  */
-import { EventEmitter } from 'node:events';
 import { REAL_TIME, WORKING_MODE_READ_ADDRESS } from '../points/catalogue';
 
 /** What the device last said (a read) or accepted (a write) at an address, and when (performance.now()). */
@@ -29,19 +28,14 @@ export interface Setpoint {
 
 const SETPOINT_ADDRESSES = [REAL_TIME.stateAddress, REAL_TIME.powerAddress, REAL_TIME.socAddress] as const;
 
-/**
- * Events: 'mode' (mode: number | undefined: undefined when doubted), 'setpoint' (setpoint: Setpoint | undefined),
- * 'namespace' (namespace: string), 'write' (address: number, values: number[]) for every accepted write.
- */
-export class DeviceState extends EventEmitter {
+export class DeviceState {
   private readonly known = new Map<number, KnownValue>();
   private knownMode: KnownMode | undefined;
   private acknowledged: Setpoint | undefined;
   private detectedNamespace: string | undefined;
-  private workingAuth: string | undefined;
-  private writes = 0;
-  /** The number of the last write asked for, by address. */
-  private readonly lastWrite = new Map<number, number>();
+  private stamps = 0;
+  /** The stamp of the newest command asked for (queued, not necessarily sent), by address. */
+  private readonly newest = new Map<number, number>();
 
   /** The last value read from or accepted at `address`, if not older than `maxAgeMs`. */
   knownValue(address: number, maxAgeMs = Infinity): KnownValue | undefined {
@@ -49,7 +43,10 @@ export class DeviceState extends EventEmitter {
     return known && performance.now() - known.at <= maxAgeMs ? known : undefined;
   }
 
-  /** The working mode as last read (7101), written (47005) or shown by an accepted setpoint, unless doubted since. */
+  /**
+   * The working mode as last read (7101), written (47005) or shown by an accepted setpoint. A refused write changes
+   * nothing here: the device does not say why it refuses (a setpoint's SOC, or another mode).
+   */
   mode(maxAgeMs = Infinity): number | undefined {
     const known = this.knownMode;
     return known && performance.now() - known.at <= maxAgeMs ? known.mode : undefined;
@@ -70,26 +67,19 @@ export class DeviceState extends EventEmitter {
     return this.detectedNamespace;
   }
 
-  /** The authentication mode of the last request the device accepted. */
-  get auth(): string | undefined {
-    return this.workingAuth;
+  /** A stamp for a command given now: commands to the device compare by it, later ones higher. */
+  stamp(): number {
+    return ++this.stamps;
   }
 
-  /** Writes asked for so far: a number to compare with `lastWriteTo`. */
-  get writeCount(): number {
-    return this.writes;
+  /** The stamp of the newest command asked for (queued, not necessarily sent) that covers `address`; 0: none. */
+  lastCommandTo(address: number): number {
+    return this.newest.get(address) ?? 0;
   }
 
-  /** The number of the newest write asked for (queued, not necessarily sent) that covers `address`; 0: none. */
-  lastWriteTo(address: number): number {
-    return this.lastWrite.get(address) ?? 0;
-  }
-
-  /** A write of `count` values from `address` is asked for: its number. */
-  writeAsked(address: number, count: number): number {
-    this.writes++;
-    for (let i = 0; i < count; i++) this.lastWrite.set(address + i, this.writes);
-    return this.writes;
+  /** A write of `count` values from `address`, given at `stamp`, is asked for. */
+  writeAsked(address: number, count: number, stamp: number): void {
+    for (let i = 0; i < count; i++) this.newest.set(address + i, Math.max(stamp, this.lastCommandTo(address + i)));
   }
 
   /** The device answered a read. */
@@ -118,29 +108,13 @@ export class DeviceState extends EventEmitter {
           ? values[a - address]
           : previous?.[a === REAL_TIME.stateAddress ? 'code' : a === REAL_TIME.powerAddress ? 'power' : 'soc'],
       );
-      this.setSetpoint(code !== undefined && power !== undefined && soc !== undefined ? { code, power, soc, at: Date.now() } : undefined);
+      this.acknowledged = code !== undefined && power !== undefined && soc !== undefined ? { code, power, soc, at: Date.now() } : undefined;
     }
-    this.tell('write', address, values);
-  }
-
-  /** The device refused a write: one to the real-time points means it is not in real-time control. */
-  refused(address: number, count: number): void {
-    if (!SETPOINT_ADDRESSES.some((a) => a >= address && a < address + count)) return;
-    this.knownMode = undefined;
-    this.tell('mode', undefined);
-    this.setSetpoint(undefined);
   }
 
   /** A data request in `namespace` was answered. */
   namespaceAnswered(namespace: string): void {
-    if (this.detectedNamespace === namespace) return;
     this.detectedNamespace = namespace;
-    this.tell('namespace', namespace);
-  }
-
-  /** A request with this authentication mode was accepted. */
-  authAccepted(auth: string): void {
-    this.workingAuth = auth;
   }
 
   /** Forgets what the device said: another device may answer at this address now. */
@@ -149,31 +123,11 @@ export class DeviceState extends EventEmitter {
     this.knownMode = undefined;
     this.acknowledged = undefined;
     this.detectedNamespace = undefined;
-    this.workingAuth = undefined;
-  }
-
-  /** A listener's throw must not fail the request that brought the news, nor stop the queue. */
-  private tell(event: string, ...args: unknown[]): void {
-    for (const listener of this.rawListeners(event)) {
-      try {
-        (listener as (...values: unknown[]) => void)(...args);
-      } catch (error) {
-        process.emitWarning(error as Error);
-      }
-    }
   }
 
   private setMode(mode: number, at: number): void {
-    const changed = this.knownMode?.mode !== mode;
-    this.knownMode = { mode, at };
     // Out of real-time control the device drops its setpoint; back in it, none is acknowledged yet.
-    if (changed && this.acknowledged && mode !== REAL_TIME.mode) this.setSetpoint(undefined);
-    if (changed) this.tell('mode', mode);
-  }
-
-  private setSetpoint(setpoint: Setpoint | undefined): void {
-    if (setpoint === undefined && this.acknowledged === undefined) return;
-    this.acknowledged = setpoint;
-    this.tell('setpoint', setpoint);
+    if (this.knownMode?.mode !== mode && mode !== REAL_TIME.mode) this.acknowledged = undefined;
+    this.knownMode = { mode, at };
   }
 }

@@ -122,6 +122,8 @@ export interface PollerEvents {
   failed(error: Error): void;
   /** A read succeeded after an outage that began `ms` ago, whose last failure had `code`. */
   back(ms: number, code: string): void;
+  /** One of the handlers above threw: polling goes on (default: a process warning). */
+  warn?(error: Error): void;
 }
 
 /**
@@ -239,8 +241,18 @@ export class Poller {
           this.scheduleTick(this.settings.intervalMs);
         }
       })
-      // An event handler that throws must not become an unhandled rejection (it would stop Node-RED).
-      .catch(() => undefined);
+      // An event handler that throws must not become an unhandled rejection (it would stop Node-RED), nor go unseen.
+      .catch((error: unknown) => this.warn(error));
+  }
+
+  private warn(error: unknown): void {
+    const failure = error instanceof Error ? error : new Error(String(error));
+    try {
+      if (this.events.warn) this.events.warn(failure);
+      else process.emitWarning(failure);
+    } catch {
+      process.emitWarning(failure);
+    }
   }
 
   private pollFailed(error: Error): void {

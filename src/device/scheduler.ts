@@ -7,14 +7,15 @@
  * - waiting reads of clients with the same credentials are merged into GetData requests of at most 50 addresses,
  *   filled in turn from every caller, so a small read never waits behind a large one;
  * - when reads and commands both wait they take turns, so neither a control loop nor a large read starves the other;
- * - a write to addresses that a waiting write also covers is folded into it: it keeps its place in the queue and
- *   the values the newer write leaves out; the older caller learns that it was superseded;
+ * - a write to addresses that a waiting write also covers (or one held for its slot whose bytes have not left) is
+ *   folded into it: it keeps its place in the queue and the values the newer write leaves out; newer is by the time
+ *   the command was given (DeviceState.stamp()), and the older caller learns that it was superseded;
  * - every job has an owner (a flow node's session, or the client): closing the owner drops its waiting work
  *   without touching anybody else's.
  */
 import { DeviceState, type KnownValue } from './device-state';
 import { canonicalHost } from './address';
-import { ClientClosedError, QueueFullError, RefusedError, ValidationError } from '../errors';
+import { ClientClosedError, QueueFullError, ValidationError } from '../errors';
 
 /** Least margin on top of the minimum interval: timers and the device's own clock are late by a few ms. */
 const BASE_MARGIN_MS = 10;
@@ -130,15 +131,18 @@ export interface JobOptions {
   owner?: object;
   /** Called when the job's first request is about to go out (it no longer waits). */
   onStart?: () => void;
-  /** For writes: called at once with the write's number in the device state's order (see DeviceState.lastWriteTo). */
-  onQueued?: (writeNumber: number) => void;
   /** For reads: aborting withdraws the read while it still waits (settled with CLOSED); once started it runs on. */
   signal?: AbortSignal;
   /**
    * For writes: takes the next request, ahead of waiting writes and of reads whose turn it would be (a regulator's
-   * second half of a pulse, timed to land one interval after the first).
+   * second half of a pulse, timed to land one interval after the first), though never twice in a row over waiting reads.
    */
   urgent?: boolean;
+  /**
+   * For writes: when the command was given (DeviceState.stamp(), taken by a caller that waits before it writes);
+   * default: now. Writes to the same addresses fold and supersede by it, whatever reached the queue first.
+   */
+  given?: number;
 }
 
 interface Job {
@@ -146,6 +150,8 @@ interface Job {
   owner: object;
   onStart?: () => void;
   started: boolean;
+  /** Bytes of its request have left: the device may have it. Until then a write still takes a newer fold. */
+  sent?: boolean;
   settled: boolean;
   reject: (error: Error) => void;
 }
@@ -166,12 +172,19 @@ interface WriteRange {
 interface WritePart extends WriteRange {
   member: QueueMember;
   owner: object;
+  given: number;
+  urgent: boolean;
+  onStart?: () => void;
+  /** The caller still waits for the outcome: it was not told "superseded", nor that it failed. */
+  waiting: boolean;
+  resolve: (status: WriteStatus) => void;
+  reject: (error: Error) => void;
 }
 
 interface CommandJob extends Job {
   /**
-   * Set for writes: what goes out, and the callers' writes folded into it, oldest first. A caller that leaves takes
-   * its part out; the others' values still go.
+   * Set for writes: what goes out, and the callers' writes folded into it, oldest given first; the newest one owns the
+   * job. A caller that leaves takes its part out; the others' values still go.
    */
   write?: WriteRange & { parts: WritePart[] };
   urgent?: boolean;
@@ -179,11 +192,18 @@ interface CommandJob extends Job {
   resolve: (value: unknown) => void;
 }
 
-/** The request under way: `sending` while its bytes may be at the device, `dropped` when none of its callers is left. */
+/**
+ * The request under way: `sending` from when its bytes leave until its answer is in (only then may the device have it),
+ * `dropped` when none of its callers is left; `beforeGate` the spacing before its latest gate, while its bytes have not
+ * left (a request the queue cuts before that spaces nothing).
+ */
 interface Request {
   controller: AbortController;
   sending: boolean;
   dropped: boolean;
+  beforeGate?: { lastSent: number; lastInterval: number };
+  /** Bytes of it have left (of any of its attempts). */
+  sent?: boolean;
 }
 
 export type { KnownValue };
@@ -199,6 +219,8 @@ export class DeviceQueue {
   private lastSent = -Infinity;
   private lastInterval = 0;
   private lastTurn: 'read' | 'command' = 'read';
+  /** An urgent write took the reads' turn: the next turn is theirs whatever waits (a read waits one urgent slot at most). */
+  private readsPassedOver = false;
   /** When the last member left (performance.now()). */
   private lastLeft = -Infinity;
   private running = false;
@@ -259,10 +281,17 @@ export class DeviceQueue {
       if (!this.admit(member, reject)) return;
       const job: ReadJob = { ...this.job(member, options, reject), pending: new Set(addresses), values: new Map(), missing: [], resolve };
       this.reads.push(job);
-      const withdraw = () => {
-        if (!job.started) this.drop((waiting) => waiting === job);
-      };
-      options.signal?.addEventListener('abort', withdraw, { once: true });
+      const signal = options.signal;
+      if (signal) {
+        const withdraw = () => {
+          if (!job.started) this.drop((waiting) => waiting === job);
+        };
+        // Once the read is settled its listener goes: a signal may outlive many reads.
+        const settled = () => signal.removeEventListener('abort', withdraw);
+        job.resolve = (outcome) => (settled(), resolve(outcome));
+        job.reject = (error) => (settled(), reject(error));
+        signal.addEventListener('abort', withdraw, { once: true });
+      }
       this.schedule();
     });
   }
@@ -273,13 +302,29 @@ export class DeviceQueue {
         reject(new ClientClosedError());
         return;
       }
+      const part: WritePart = {
+        member,
+        owner: options.owner ?? member,
+        address,
+        values,
+        given: options.given ?? this.state.stamp(),
+        urgent: options.urgent === true,
+        onStart: options.onStart,
+        waiting: true,
+        resolve,
+        reject,
+      };
       const older = this.commands.find(
         (job) =>
-          job.write !== undefined && !job.started && job.member.mergeKey === member.mergeKey && overlaps(job.write, address, values.length),
+          job.write !== undefined && !job.sent && job.member.mergeKey === member.mergeKey && overlaps(job.write, address, values.length),
       );
+      // A command given before one that already left (or cannot fold with it) is not the last command: it never goes.
+      if (this.newerElsewhere(part, older?.write!.parts ?? [])) {
+        resolve('superseded');
+        return;
+      }
       if (!older && !this.admit(member, reject)) return;
-      const part: WritePart = { member, owner: options.owner ?? member, address, values };
-      const parts = older ? [...older.write!.parts, part] : [part];
+      const parts = [...(older?.write!.parts ?? []), part].sort((a, b) => a.given - b.given);
       let write: WriteRange;
       try {
         write = foldAll(parts);
@@ -289,36 +334,71 @@ export class DeviceQueue {
         reject(foldError(error as Error, older!.write!, part));
         return;
       }
-      if (older) {
-        older.settled = true;
-        older.resolve('superseded');
-      }
-      const job: CommandJob = {
-        ...this.job(member, options, reject),
-        urgent: options.urgent || older?.urgent,
-        write: { ...write, parts },
-        run: (context) => this.runWrite(job, context),
-        resolve: resolve as (value: unknown) => void,
-      };
-      // The newer write takes the older one's place: writes to other addresses queued in between stay behind it.
+      this.state.writeAsked(address, values.length, part.given);
+      // The folded write takes the older one's place: writes to other addresses queued in between stay behind it.
       const place = older ? this.commands.indexOf(older) : this.commands.length;
-      if (older) this.commands.splice(place, 1);
+      if (older) this.retire(older);
+      const job = this.writeJob(parts, write);
       const ahead = this.commands.findIndex((other) => !other.started && !other.urgent);
       this.commands.splice(job.urgent && ahead >= 0 ? Math.min(ahead, place) : place, 0, job);
-      const writeNumber = this.state.writeAsked(address, values.length);
-      this.call(() => options.onQueued?.(writeNumber));
+      // A held request whose bytes have not left gives its slot to the write that replaced it.
+      this.dropRequestIfOrphaned();
       this.schedule();
     });
   }
 
+  /**
+   * A write job replaced by a new fold of its parts leaves the queue without a word (its callers are the new job's);
+   * when it was the request being prepared, that request is left without callers and cut before its bytes leave.
+   */
+  private retire(job: CommandJob): void {
+    this.commands.splice(this.commands.indexOf(job), 1);
+    this.current.delete(job);
+    job.settled = true;
+  }
+
+  /** A write job for `parts` folded into `write`: the newest given owns it; the others are told "superseded". */
+  private writeJob(parts: WritePart[], write: WriteRange): CommandJob {
+    const newest = parts[parts.length - 1]!;
+    for (const part of parts) {
+      if (part === newest || !part.waiting) continue;
+      part.waiting = false;
+      part.resolve('superseded');
+    }
+    const job: CommandJob = {
+      member: newest.member,
+      owner: newest.owner,
+      // A caller told "superseded" waits for nothing: its callback is not called for the others' values.
+      onStart: newest.waiting ? newest.onStart : undefined,
+      started: false,
+      settled: !newest.waiting,
+      urgent: parts.some((part) => part.urgent),
+      write: { ...write, parts },
+      run: (context) => this.runWrite(job, context),
+      resolve: (status) => {
+        newest.waiting = false;
+        newest.resolve(status as WriteStatus);
+      },
+      reject: (error) => {
+        newest.waiting = false;
+        newest.reject(error);
+      },
+    };
+    return job;
+  }
+
+  /** A command to one of the part's addresses, given after it, was asked for outside `parts` (sent, or not foldable). */
+  private newerElsewhere(part: WritePart, parts: WritePart[]): boolean {
+    for (let address = part.address; address < part.address + part.values.length; address++) {
+      const last = this.state.lastCommandTo(address);
+      if (last > part.given && !parts.some((other) => other.given === last && overlaps(other, address, 1))) return true;
+    }
+    return false;
+  }
+
   private async runWrite(job: CommandJob, context: RequestContext): Promise<WriteStatus> {
     const { address, values } = job.write!;
-    try {
-      await job.member.writeRange(address, values, context);
-    } catch (error) {
-      if (error instanceof RefusedError) this.state.refused(address, values.length);
-      throw error;
-    }
+    await job.member.writeRange(address, values, context);
     this.state.wrote(address, values);
     return 'written';
   }
@@ -356,11 +436,11 @@ export class DeviceQueue {
         if (this.keepsOtherParts(job as CommandJob, matches)) continue;
         if (!matches(job)) continue;
         list.splice(i, 1);
-        this.current.delete(job);
+        // A job whose request's bytes left may have been carried out: the caller must not assume either way.
+        const sent = this.current.delete(job) && this.request?.sending === true;
         if (job.settled) continue;
         job.settled = true;
-        // A job whose request is out may have been carried out: the caller must not assume either way.
-        job.reject(job.started ? new ClientClosedError(true) : error);
+        job.reject(sent ? new ClientClosedError(true) : error);
       }
     }
     this.dropRequestIfOrphaned();
@@ -369,22 +449,48 @@ export class DeviceQueue {
 
   /**
    * A waiting folded write loses the parts of callers that leave and goes on with the others' values (an older caller
-   * was already told "superseded"); false when no other part is left, or it is under way.
+   * was already told "superseded"), checked again as a whole: what is left may be no valid write, and then nothing of it
+   * goes. False when no other part is left, or it is under way.
    */
   private keepsOtherParts(job: CommandJob, matches: (part: { member: QueueMember; owner: object }) => boolean): boolean {
     const write = job.write;
-    if (!write || job.started || write.parts.length < 2 || !write.parts.some(matches)) return false;
+    if (!write || job.sent || write.parts.length < 2 || !write.parts.some(matches)) return false;
     const parts = write.parts.filter((part) => !matches(part));
     if (parts.length === 0) return false;
-    job.write = { ...foldAll(parts), parts };
-    const newest = parts[parts.length - 1]!;
-    if (matches(job)) {
-      if (!job.settled) job.reject(new ClientClosedError());
-      job.settled = true;
-      job.member = newest.member;
-      job.owner = newest.owner;
+    for (const part of write.parts) {
+      if (!matches(part) || !part.waiting) continue;
+      part.waiting = false;
+      part.reject(new ClientClosedError());
     }
+    const index = this.commands.indexOf(job);
+    this.retire(job);
+    const folded = foldAll(parts);
+    try {
+      parts[parts.length - 1]!.member.validateRange?.(folded.address, folded.values);
+    } catch (error) {
+      this.refoldFailed(parts, folded, error as Error);
+      return true;
+    }
+    this.commands.splice(index, 0, this.writeJob(parts, folded));
     return true;
+  }
+
+  /** What is left of a fold after a caller left is no valid write: a caller still waiting learns why; nothing is sent. */
+  private refoldFailed(parts: WritePart[], folded: WriteRange, error: Error): void {
+    const failure =
+      error instanceof ValidationError
+        ? new ValidationError(
+            `write to address ${folded.address} left by a caller that closed`,
+            folded.values,
+            `a whole write that is valid (${error.message}); nothing was sent`,
+          )
+        : error;
+    const waiting = parts.filter((part) => part.waiting);
+    for (const part of waiting) {
+      part.waiting = false;
+      part.reject(failure);
+    }
+    if (waiting.length === 0) process.emitWarning(failure);
   }
 
   /** With none of its callers left, the request under way must not send again, nor hold the line longer than needed. */
@@ -433,14 +539,20 @@ export class DeviceQueue {
         if (this.size === 0) break;
         const request: Request = { controller: new AbortController(), sending: false, dropped: false };
         this.request = request;
-        const context = this.guard(this.contextFor(request.controller.signal), request);
-        const readsWait = this.reads.length > 0;
-        if (this.commands.length > 0 && (this.commands[0]!.urgent || !(readsWait && this.lastTurn === 'command'))) {
+        const context = this.guard(this.contextFor(request), request);
+        const turn = { lastTurn: this.lastTurn, readsPassedOver: this.readsPassedOver };
+        if (this.commandsTurn()) {
           this.lastTurn = 'command';
           await this.runCommand(this.commands[0]!, context);
         } else {
           this.lastTurn = 'read';
+          this.readsPassedOver = false;
           await this.runReads(context);
+        }
+        if (request.controller.signal.aborted && !request.sent) {
+          // Cut before its bytes left: the device saw nothing of it; its slot and its turn are free again.
+          if (request.beforeGate) Object.assign(this, request.beforeGate);
+          Object.assign(this, turn);
         }
         this.request = undefined;
         clearTimeout(this.abortTimer);
@@ -452,19 +564,34 @@ export class DeviceQueue {
     }
   }
 
+  /**
+   * Commands and reads take turns when both wait; an urgent write takes the reads' turn, though not twice in a row.
+   */
+  private commandsTurn(): boolean {
+    const first = this.commands[0];
+    if (!first) return false;
+    const readsTurn = this.reads.length > 0 && this.lastTurn === 'command';
+    if (!readsTurn) return true;
+    if (!first.urgent || this.readsPassedOver) return false;
+    this.readsPassedOver = true;
+    return true;
+  }
+
   /** A request whose callers all left sends nothing more: not after a 503, a namespace retry or a digest challenge. */
   private guard(context: RequestContext, request: Request): RequestContext {
     return {
       ...context,
       gate: async () => {
-        if (request.dropped) throw new ClientClosedError(true);
+        if (request.dropped) throw new ClientClosedError();
         await context.gate();
-        if (request.dropped) throw new ClientClosedError(true);
-        request.sending = true;
+        if (request.dropped) throw new ClientClosedError();
       },
       connected: async (connectMs) => {
         await context.connected(connectMs);
-        if (request.dropped) throw new ClientClosedError(true);
+        if (request.dropped) throw new ClientClosedError();
+        request.sending = true;
+        request.sent = true;
+        for (const job of this.current) job.sent = true;
       },
       answered: () => {
         request.sending = false;
@@ -473,7 +600,8 @@ export class DeviceQueue {
     };
   }
 
-  private contextFor(signal: AbortSignal): RequestContext {
+  private contextFor(request: Request): RequestContext {
+    const signal = request.controller.signal;
     let interval = 0;
     /** When the request being opened may leave. */
     let slot = 0;
@@ -484,7 +612,8 @@ export class DeviceQueue {
         interval = Math.max(interval, ...this.intervalsOfCurrentJob());
         slot = this.lastSent + Math.max(this.lastInterval, interval) + this.margin.ms;
         await this.sleepUntil(slot - this.margin.connectLeadMs, signal);
-        if (signal.aborted) throw new ClientClosedError(true);
+        if (signal.aborted) throw new ClientClosedError();
+        request.beforeGate = { lastSent: this.lastSent, lastInterval: this.lastInterval };
         // Until its bytes leave, a request that never connects still spaces the next one from its slot.
         this.lastSent = Math.max(slot, performance.now());
         this.lastInterval = interval;
@@ -493,10 +622,11 @@ export class DeviceQueue {
       connected: async (connectMs) => {
         if (connectMs !== undefined) this.margin.connected(connectMs);
         await this.sleepUntil(slot, signal);
-        if (signal.aborted) throw new ClientClosedError(true);
+        if (signal.aborted) throw new ClientClosedError();
         // Counted from here, when the request's bytes leave: a connection that took long to open must not bring the
         // next request early.
         this.lastSent = performance.now();
+        request.beforeGate = undefined;
       },
       answered: () => this.margin.answered(),
       tooEarly: () => this.margin.rejectedAsEarly(),
@@ -583,19 +713,25 @@ export class DeviceQueue {
 
   /** Resolves at `time` (performance.now), at once when the queue empties, or (with a signal) when aborted. */
   private sleepUntil(time: number, signal?: AbortSignal): Promise<void> {
-    const wait = time - performance.now();
-    if (wait <= 0 || signal?.aborted) return Promise.resolve();
+    if (time - performance.now() <= 0 || signal?.aborted) return Promise.resolve();
     return new Promise((resolve) => {
+      let timer: NodeJS.Timeout | undefined;
       const done = () => {
         clearTimeout(timer);
         signal?.removeEventListener('abort', done);
-        if (this.sleep?.timer === timer) this.sleep = undefined;
+        if (this.sleep?.wake === done) this.sleep = undefined;
         resolve();
       };
-      const timer = setTimeout(done, wait);
-      // The wait between requests can end early (nothing left to do); a job's own wait only by its abort.
-      if (signal) signal.addEventListener('abort', done, { once: true });
-      else this.sleep = { timer, wake: done };
+      // A timer counts whole ms from the event loop's cached clock, so it may fire up to a ms early: wait on until due.
+      const arm = () => {
+        const wait = time - performance.now();
+        if (wait <= 0) return done();
+        timer = setTimeout(arm, Math.ceil(wait));
+        // The wait between requests can end early (nothing left to do); a job's own wait only by its abort.
+        if (!signal) this.sleep = { timer, wake: done };
+      };
+      signal?.addEventListener('abort', done, { once: true });
+      arm();
     });
   }
 

@@ -88,7 +88,10 @@ export function exchange(request: HttpExchange): Promise<HttpAnswer> {
         });
       },
     );
-    const timer = setTimeout(() => finish(new TimeoutError(request.operation, request.timeoutMs)), request.timeoutMs);
+    // The time-out counts the connect and the exchange, not the hold for the slot in between.
+    const timeOut = (ms: number) => setTimeout(() => finish(new TimeoutError(request.operation, request.timeoutMs)), ms);
+    const begun = performance.now();
+    let timer = timeOut(request.timeoutMs);
     request.signal?.addEventListener('abort', onAbort);
     req.on('error', (error: NodeJS.ErrnoException) => finish(new UnreachableError(`${request.host}:${request.port}`, error)));
     req.on('socket', (socket) => {
@@ -97,10 +100,14 @@ export function exchange(request: HttpExchange): Promise<HttpAnswer> {
       socket.once('lookup', restart);
       socket.on('connectionAttempt', restart);
       socket.once('connect', () => {
+        const spent = performance.now() - begun;
+        clearTimeout(timer);
         const held = request.onConnected?.(performance.now() - connecting) ?? Promise.resolve();
         held.then(
           () => {
-            if (!settled) req.end();
+            if (settled) return;
+            timer = timeOut(Math.max(0, request.timeoutMs - spent));
+            req.end();
           },
           (error: Error) => finish(error),
         );

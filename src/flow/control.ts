@@ -23,12 +23,17 @@ export class ControlFlow {
   private readonly settings: ReturnType<typeof controlSettings>;
   private readonly controller: RealTimeController;
 
-  /** Throws a ValidationError naming the first bad setting. `onSwitching`: the working mode is being switched. */
-  constructor(target: ControlTarget & { limits?: WriteLimits }, def: ControlSettingsInput, onSwitching: () => void) {
+  /** Throws a ValidationError naming the first bad setting. `onSwitching`: the working mode is being switched; `warn`: the start read of the mode failed. */
+  constructor(
+    target: ControlTarget & { limits?: WriteLimits },
+    def: ControlSettingsInput,
+    onSwitching: () => void,
+    warn: (error: Error) => void,
+  ) {
     this.settings = controlSettings(def, target.limits);
     this.controller = new RealTimeController(target, this.settings, onSwitching);
     // What an earlier deployment saw of the working mode may be stale: one read now, through the shared queue.
-    if (this.settings.switchMode) void this.controller.learnMode();
+    if (this.settings.switchMode) void this.controller.learnMode(warn);
   }
 
   /** Sends what `msg` asks for; `onSending`: it is decided to send. */
