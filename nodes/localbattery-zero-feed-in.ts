@@ -42,8 +42,12 @@ const METER_1600 = address('meterPower1600');
 const BATTERY = address('batteryPower');
 const SOC = address('batterySoc');
 const SELF_CONSUMPTION = 1;
-/** With the meter from messages, battery power and SOC are read this often (one request, shared with the others). */
+/** With the meter from messages, battery power and SOC are read this often (one request, shared with the others)... */
 const STATE_READ_MS = 30000;
+/** ...and this often while the node steers: a battery that falls short of its setpoint is seen within seconds. */
+const STEERING_READ_MS = 3000;
+/** The device's own meter refreshes this often (BK1600 Ultra, EMS V2.00.02): its reading may be this much older. */
+const DEVICE_METER_REFRESH_S = 3;
 /** How long before its acknowledgement a write may have been carried out (the specification's response time). */
 const ANSWER_MS = 1000;
 /** How often a silent meter is looked for. */
@@ -91,7 +95,10 @@ export = function (RED: NodeAPI) {
     const config = settings;
     const live = session;
     const now = () => performance.now();
-    const regulator = new Regulator({ ...config.regulator, requestIntervalMs: live.client.minIntervalMs }, now());
+    // The device's meter may be up to its refresh older than the battery power read with it: a longer meter delay.
+    const slow = { ...config.regulator.slow };
+    if (config.meterSource === 'device') slow.meterDelayS += DEVICE_METER_REFRESH_S;
+    const regulator = new Regulator({ ...config.regulator, slow, requestIntervalMs: live.client.minIntervalMs }, now());
     const controlOptions: ControllerSettings = {
       power: config.regulator.minPower,
       chargeSoc: config.regulator.chargeSoc,
@@ -106,8 +113,14 @@ export = function (RED: NodeAPI) {
     const controller = new RealTimeController(live, controlOptions);
     // What an earlier deployment saw of the working mode may be stale: the first setpoint waits for one read of it.
     void controller.learnMode();
-    /** The hand-back under way (disable, time-out), so that a close waits for it rather than racing it. */
-    let handing: Promise<void> | undefined;
+    /** The hand-backs under way (disable, time-out), so that a close waits for every one rather than racing them. */
+    const handBacks = new Set<Promise<void>>();
+    const handing = () => handBacks.size > 0;
+    function track(work: Promise<void>): Promise<void> {
+      handBacks.add(work);
+      void work.finally(() => handBacks.delete(work));
+      return work;
+    }
     /** When this node's last write was acknowledged (performance.now(), as the queue's known values). */
     let ownWriteAt = -Infinity;
 
@@ -119,11 +132,14 @@ export = function (RED: NodeAPI) {
       const mode = live.knownValue(REAL_TIME.modeAddress);
       const state = live.knownValue(REAL_TIME.stateAddress);
       const power = live.knownValue(REAL_TIME.powerAddress);
-      const newest = Math.max(mode?.at ?? -Infinity, state?.at ?? -Infinity);
+      // A write of the power (47016) alone changes the setpoint as well.
+      const newest = Math.max(mode?.at ?? -Infinity, state?.at ?? -Infinity, power?.at ?? -Infinity);
       if (newest <= ownWriteAt) return;
       ownWriteAt = newest;
-      if (mode && mode.at === newest && mode.value !== REAL_TIME.mode) regulator.handedBack();
-      else if (state && power && typeof power.value === 'number') {
+      // Handed back by another: only a node that steers has a state to drop (at the start, the read of 6000 stands).
+      if (mode && mode.at === newest && mode.value !== REAL_TIME.mode) {
+        if (regulator.steering) regulator.handedBack();
+      } else if (state && power && typeof power.value === 'number') {
         const watts = state.value === STATE_CODES.charge ? -power.value : state.value === STATE_CODES.discharge ? power.value : 0;
         // Carried out when it arrived, up to an answer time before it was acknowledged.
         regulator.acknowledge(watts, newest, newest - ANSWER_MS);
@@ -145,6 +161,16 @@ export = function (RED: NodeAPI) {
         node.status({ fill: 'grey', shape: 'ring', text: RED._('localbattery-zero-feed-in.status.off') });
         return;
       }
+      if (decision?.reason === 'meter timeout') {
+        node.status({ fill: 'yellow', shape: 'ring', text: RED._('localbattery-zero-feed-in.status.timeout') });
+        return;
+      }
+      // Nothing has happened yet: no reading, no setpoint.
+      if (!regulator.steering && decision?.grid === undefined) {
+        const waiting = RED._('localbattery-zero-feed-in.status.waiting');
+        node.status({ fill: 'grey', shape: 'ring', text: extra ? `${waiting} · ${extra}` : waiting });
+        return;
+      }
       const setpoint = regulator.setpoint;
       let text =
         setpoint === undefined
@@ -158,20 +184,33 @@ export = function (RED: NodeAPI) {
         const grid = Math.round(decision.grid);
         text += RED._('localbattery-zero-feed-in.status.grid', { grid: `${grid > 0 ? '+' : ''}${grid}` });
       }
+      if (regulator.shortfall !== undefined) text += RED._('localbattery-zero-feed-in.status.short', { power: regulator.shortfall });
       if (extra) text += ` · ${extra}`;
-      node.status({ fill: regulator.inFlight ? 'blue' : 'green', shape: 'dot', text });
+      node.status({ fill: regulator.shortfall !== undefined ? 'yellow' : regulator.inFlight ? 'blue' : 'green', shape: 'dot', text });
     }
 
     function report(decision: Decision): void {
       if (closed) return;
-      const { setpoint, grid, battery, soc, reason } = decision;
+      const { setpoint, grid, battery, soc, reason, steady, deadBand, limitedBy, delivered } = decision;
       node.send({
         topic: 'zero feed-in',
-        payload: { setpoint: setpoint ?? null, grid: grid ?? null, battery: battery ?? null, soc: soc ?? null, reason },
+        payload: {
+          setpoint: setpoint ?? null,
+          steady: steady ?? null,
+          grid: grid ?? null,
+          battery: battery ?? null,
+          soc: soc ?? null,
+          reason,
+          deadBand: deadBand ?? regulator.deadBand,
+          ...(limitedBy ? { delivered } : {}),
+        },
+        ...(limitedBy ? { limitedBy } : {}),
       });
       status(decision);
     }
 
+    /** An implausible msg.payload.batteryPower is warned about once. */
+    let warnedBattery = false;
     /** The last warning logged: a device that stays away is logged once, not at every reading. */
     let warned: string | undefined;
     function failure(error: unknown): void {
@@ -199,15 +238,25 @@ export = function (RED: NodeAPI) {
         regulator.failed();
         failure(error);
       }
-      if (closed || handing) return;
+      if (closed || handing()) return;
       const next = regulator.followUp(now());
       if (next) act(next, true);
     }
 
-    /** Leaves the battery as `how` says; resolves when the device has it (or it failed). Never rejects. */
+    /**
+     * Leaves the battery as `how` says (keep: the setpoint a pulse was heading to, where one may be in force); resolves
+     * when the device has it (or it failed). Only a node that steers acts. Never rejects.
+     */
     async function handBack(how: OnStop | 'standby'): Promise<void> {
+      if (!regulator.steering) return;
       try {
-        if (how === 'self-consumption') {
+        if (how === 'keep') {
+          const steady = regulator.exit(now());
+          if (steady) {
+            report(steady);
+            await send(steady.setpoint!, true);
+          }
+        } else if (how === 'self-consumption') {
           await live.write(REAL_TIME.modeAddress, SELF_CONSUMPTION);
           ownWriteAt = now();
           regulator.handedBack();
@@ -223,13 +272,13 @@ export = function (RED: NodeAPI) {
       report(decision);
       if (decision.action === 'set') void send(decision.setpoint!, urgent);
       else if (decision.action === 'standby') void send(0);
-      else if (decision.action === 'self-consumption') handing = handBack('self-consumption').finally(() => (handing = undefined));
+      else if (decision.action === 'self-consumption') void track(handBack('self-consumption'));
     }
 
     function reading(grid: number, battery?: number, soc?: number): void {
       if (closed) return;
       if (soc !== undefined) regulator.observeSoc(soc, now());
-      if (!regulator.enabled || handing) return;
+      if (!regulator.enabled || handing()) return;
       // While a write of this node is on its way, what the queue knows may be that write.
       if (!regulator.inFlight) followOthers();
       act(regulator.meter(grid, now(), battery));
@@ -244,8 +293,9 @@ export = function (RED: NodeAPI) {
         if (soc !== undefined) regulator.observeSoc(soc, now());
         const battery = number(BATTERY);
         const meter = gridReading(values.get(METER) ?? values.get(METER_1600));
-        if (withMeter && meter !== undefined) reading(meter, battery, soc);
-        else if (battery !== undefined) regulator.observeBattery(battery, now());
+        // The meter may be up to its refresh older than 6000: the battery counts as a read-back, the models bridge the age.
+        if (battery !== undefined) regulator.observeBattery(battery, now());
+        if (withMeter && meter !== undefined) reading(meter);
       } catch (error) {
         failure(error);
       }
@@ -257,15 +307,16 @@ export = function (RED: NodeAPI) {
       void readDevice(true).finally(() => later(pollMeter, Math.max(0, config.meterIntervalMs - (now() - started))));
     }
     function pollState(): void {
-      void readDevice(false).finally(() => later(pollState, STATE_READ_MS));
+      void readDevice(false).finally(() => later(pollState, regulator.steering ? STEERING_READ_MS : STATE_READ_MS));
     }
     if (config.meterSource === 'device') later(pollMeter, 0);
     else later(pollState, 0);
 
+    // A pulse's follow-up is due by time, and a silent meter is looked for.
     const tick = setInterval(() => {
-      if (closed || handing) return;
+      if (closed || handing()) return;
       const decision = regulator.tick(now());
-      if (decision) act(decision);
+      if (decision) act(decision, true);
     }, TICK_MS);
 
     status(undefined);
@@ -286,21 +337,22 @@ export = function (RED: NodeAPI) {
           done(error as Error);
           return;
         }
-        // From the next reading on.
+        // From the next reading on. A message with a target is no reading: a change node may have left the payload.
         regulator.setTarget(target);
-        if (msg.enable === undefined && (config.meterSource === 'device' || msg.payload === undefined)) {
+        if (msg.enable === undefined) {
           done();
           return;
         }
       }
       if (msg.enable !== undefined) {
         const was = regulator.enabled;
+        // Off: handed back as configured, with keep at the setpoint a pulse was heading to (before readings stop).
+        if (was && !msg.enable) void track(handBack(config.onStop));
         regulator.enable(msg.enable, now());
-        if (was && !msg.enable) handing = handBack(config.onStop).finally(() => (handing = undefined));
         // Back on: what the battery gives now is where the loop starts.
         if (!was && msg.enable) void readDevice(false);
         status(undefined);
-        if (config.meterSource === 'device' || msg.payload === undefined) {
+        if (config.meterSource === 'device' || msg.payload === undefined || msg.target !== undefined) {
           done();
           return;
         }
@@ -314,8 +366,13 @@ export = function (RED: NodeAPI) {
           return;
         }
         const payload = msg.payload as { batteryPower?: unknown; soc?: unknown } | undefined;
-        const battery =
-          typeof payload?.batteryPower === 'number' && Number.isFinite(payload.batteryPower) ? payload.batteryPower : undefined;
+        let battery = typeof payload?.batteryPower === 'number' && Number.isFinite(payload.batteryPower) ? payload.batteryPower : undefined;
+        // Positive discharging, as 6000; a value the models cannot explain (the other sign, say) is ignored, said once.
+        if (battery !== undefined && !regulator.plausibleBattery(battery, now())) {
+          if (!warnedBattery) node.warn(RED._('localbattery-zero-feed-in.errors.implausibleBattery', { power: battery }));
+          warnedBattery = true;
+          battery = undefined;
+        }
         const soc = typeof payload?.soc === 'number' ? payload.soc : undefined;
         reading(grid, battery, soc);
       }
@@ -328,10 +385,7 @@ export = function (RED: NodeAPI) {
       for (const timer of timers) clearTimeout(timer);
       timers.clear();
       // Leave the battery as configured: the config node keeps the client until this has settled, bounded here.
-      const handOver =
-        config.onStop === 'keep' || !regulator.enabled
-          ? Promise.resolve()
-          : (handing ?? Promise.resolve()).then(() => handBack(config.onStop));
+      const handOver = Promise.all([...handBacks]).then(() => (regulator.enabled ? handBack(config.onStop) : undefined));
       let bound: NodeJS.Timeout | undefined;
       const finished = Promise.race([handOver, new Promise<void>((resolve) => (bound = setTimeout(resolve, CLOSE_BOUND_MS)))]).finally(() =>
         clearTimeout(bound),

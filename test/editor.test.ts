@@ -462,9 +462,9 @@ describe('editor in a real browser (chromium)', function () {
     for (const direction of ['charge', 'discharge'])
       await page.locator(`#localbattery-zero-feed-in-${direction}-hint`, { hasText: `${power.min}–${power.max}` }).waitFor();
     // The meter interval is asked only for the device's own meter.
-    (await page.locator('#node-input-meterInterval').isVisible()).should.be.false();
-    await page.locator('#node-input-meterSource').selectOption('device');
+    // The interval counts for both sources (the time-out is checked against it).
     (await page.locator('#node-input-meterInterval').isVisible()).should.be.true();
+    await page.locator('#node-input-meterSource').selectOption('device');
     await typeInto('#node-input-target', '0x50');
     await typeInto('#node-input-maxDischarge', '3000');
     await typeInto('#node-input-chargeSoc', '2');

@@ -398,6 +398,16 @@ describe('Zero feed-in example', function () {
     simulator.stats.violations.should.be.empty();
   });
 
+  it('the loop on and off injects reach both variants (the MQTT meter and the device meter)', () => {
+    const flow = example(NAME);
+    const variants = flow.filter((n) => n.type === 'localbattery-zero-feed-in').map((n) => n.id);
+    should(variants).have.length(2);
+    for (const name of ['loop on', 'loop off']) {
+      const inject = flow.find((n) => n.name === name)!;
+      should((inject.wires as string[][]).flat().sort()).eql([...variants].sort());
+    }
+  });
+
   it('hands control back (working mode 1) by hand with the loop disabled, as the comment says', async () => {
     const flow = await run(['self-consumption mode'], 4);
     const sent = nextMessage(idOf(flow, (n) => n.type === 'helper'));

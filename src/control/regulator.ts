@@ -336,6 +336,19 @@ export class Regulator {
     this.delivered = short ? { power, at: now } : undefined;
   }
 
+  /**
+   * Whether a battery power given with a reading (msg.payload.batteryPower: W, positive discharging like 6000) can be
+   * this battery's: between standstill and what the models allow, with a margin. A value of the other sign (a meter
+   * that counts charging as positive) or far beyond the setpoint is not, and would make every step twice too big.
+   */
+  plausibleBattery(power: number, now: number): boolean {
+    if (!this.steering) return true;
+    const [low, high] = this.modelInterval(now);
+    const [lowLater, highLater] = this.modelInterval(now + this.settings.slow.meterDelayS * 1000);
+    const margin = Math.max(SHORT_W, SHORT_SHARE * Math.max(Math.abs(low), Math.abs(high)));
+    return power >= Math.min(0, low, lowLater) - margin && power <= Math.max(0, high, highLater) + margin;
+  }
+
   /** Whether `power` (read at `now`) is short of what every model says the battery gives by now, in the setpoint's way. */
   private fallsShort(power: number, now: number): boolean {
     const setpoint = this.acknowledged;

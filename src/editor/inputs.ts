@@ -308,10 +308,19 @@ export function zeroFeedInSettings(input: ZeroFeedInInput, limits: PowerLimits):
     minPower: power.min,
     ...PLANT_BOUNDS,
   };
+  const meterIntervalMs = number(input.meterInterval, d.meterIntervalS, 'meter interval', z.meterInterval) * 1000;
+  // A time-out within one or two intervals would stand by and come back at every reading.
+  if (regulator.meterTimeoutMs < 2 * meterIntervalMs) {
+    throw new ValidationError(
+      'meter time-out',
+      input.meterTimeout ?? d.meterTimeoutS,
+      `at least two meter intervals (${(2 * meterIntervalMs) / 1000} s or more)`,
+    );
+  }
   return {
     regulator,
     meterSource: choice(input.meterSource, 'message', 'meter source', METER_SOURCES),
-    meterIntervalMs: number(input.meterInterval, d.meterIntervalS, 'meter interval', z.meterInterval) * 1000,
+    meterIntervalMs,
     onStop: choice(input.onStop, d.onStop, 'on stop', ON_STOP),
   };
 }
