@@ -17,7 +17,7 @@ import type { Browser, Page } from 'playwright-core';
 import { DeviceSimulator } from '../src/simulator';
 import { MODEL_CLASSES, READ_POINTS, WRITE_POINTS, describeAllowed, pointByName, type WritePoint } from '../src/points/catalogue';
 import { NUMBER_RULES, allowedText } from '../src/editor/inputs';
-import { ZERO_FEED_IN_RULES } from '../src/control/regulator';
+import { ZERO_FEED_IN_RULES } from '../src/editor/inputs';
 import { text } from './node-support';
 import { DEVICES, VERDICTS, describeRow, runtimeVerdict } from './verdicts';
 import { launchChromium, requireChromium, startNodeRed, stopChild } from './node-red-process';

@@ -18,7 +18,7 @@ import passwordNode = require('../nodes/localbattery-password');
 import zeroNode = require('../nodes/localbattery-zero-feed-in');
 import { startBroker, type TestBroker } from './mqtt-broker';
 import { DISCOVERY_TOPIC, checkNumberConfig, checkSensorSemantics, checkSwitchConfig } from './home-assistant-schema';
-import { ZERO_FEED_IN_RULES } from '../src/control/regulator';
+import { ZERO_FEED_IN_RULES } from '../src/editor/inputs';
 import { lastStatus } from './node-support';
 
 // The core nodes are CommonJS files found by path.

@@ -11,8 +11,6 @@ import { PASSWORD, deviceConfig, helper, startSimulator } from './support';
 import { inEnglish, lastStatus, nextInput, statusesOf, until } from './node-support';
 
 const nodes = [inEnglish(deviceNode), inEnglish(zeroNode), inEnglish(controlNode), inEnglish(writeNode)];
-/** The regulator aims half its dead band (20 W) above the target: steady, the grid does not export. */
-const AIM_W = 10;
 
 async function load(simulator: DeviceSimulator, zero: Record<string, unknown> = {}) {
   const device = deviceConfig(simulator);
@@ -114,7 +112,7 @@ describe('localbattery-zero-feed-in node', function () {
     await helper.unload();
     const allowed = await load(simulator, { target: 300, gridCharge: true, onStop: 'keep' });
     allowed.node.receive({ payload: '-200' });
-    await until(() => simulator.control.power === 500 + AIM_W, 10000, 'charging 510 W');
+    await until(() => simulator.control.power === 500, 10000, 'charging 500 W');
     should(simulator.controlState).equal(STATE_CODES.charge);
   });
 
@@ -223,7 +221,7 @@ describe('localbattery-zero-feed-in node', function () {
     should(outputs).be.empty();
     node.receive({ payload: 400 });
     await until(() => outputs.length > 0, 5000, 'a decision');
-    should(outputs[0].payload).containEql({ setpoint: 400 - AIM_W, reason: 'start' });
+    should(outputs[0].payload).containEql({ setpoint: 400, reason: 'start' });
   });
 
   for (const how of [undefined, 'standby', 'keep'] as const) {
@@ -391,15 +389,15 @@ describe('localbattery-zero-feed-in node', function () {
     simulator = await startSimulator({ workingMode: 5 });
     const { node, outputs } = await load(simulator, { onStop: 'keep' });
     node.receive({ payload: 600 });
-    await until(() => simulator.controlState === STATE_CODES.discharge && simulator.control.power === 600 - AIM_W, 10000, 'discharging');
+    await until(() => simulator.controlState === STATE_CODES.discharge && simulator.control.power === 600, 10000, 'discharging');
     // Another node writes the power alone: the battery now discharges 1000 W (the state stays discharge).
     helper.getNode('write1').receive({ payload: 1000 });
     await until(() => simulator.control.power === 1000, 10000, '1000 W');
     const from = outputs.length;
-    // The grid shows the 400 W more the battery gives: the load is still 600 W, so back to 590 W in one step.
-    node.receive({ payload: -400 + AIM_W });
+    // The grid shows the 400 W more the battery gives: the load is still 600 W, so back to 600 W in one step.
+    node.receive({ payload: -400 });
     await until(() => outputs.length > from, 5000, 'a decision');
-    should(outputs[from].payload.setpoint).be.within(600 - AIM_W - 30, 600 - AIM_W + 30);
+    should(outputs[from].payload.setpoint).be.within(600 - 30, 600 + 30);
   });
 
   it('msg.payload.batteryPower: positive discharging; an implausible value (the other sign) is ignored with one warning', async function () {
@@ -412,13 +410,13 @@ describe('localbattery-zero-feed-in node', function () {
       warn(message);
     };
     node.receive({ payload: { meterPower: 600, batteryPower: 0 } });
-    await until(() => simulator.control.power === 600 - AIM_W, 10000, 'discharging 590 W');
+    await until(() => simulator.control.power === 600, 10000, 'discharging 600 W');
     await new Promise((resolve) => setTimeout(resolve, 3000));
     const from = outputs.length;
-    // Settled: the grid shows 0 W; a meter that counts discharging as negative says -590 W.
-    for (let i = 0; i < 2; i++) node.receive({ payload: { meterPower: 0, batteryPower: -(600 - AIM_W) } });
+    // Settled: the grid shows 0 W; a meter that counts discharging as negative says -600 W.
+    for (let i = 0; i < 2; i++) node.receive({ payload: { meterPower: 0, batteryPower: -600 } });
     await new Promise((resolve) => setTimeout(resolve, 1500));
-    for (const msg of outputs.slice(from)) should(msg.payload.setpoint).equal(600 - AIM_W);
+    for (const msg of outputs.slice(from)) should(msg.payload.setpoint).equal(600);
     should(warnings.filter((w) => /batteryPower/.test(w))).have.length(1);
   });
 

@@ -173,9 +173,6 @@ function reversals(decisions: (Decision & { t: number })[], fromS: number, toS: 
   return count;
 }
 
-/** The regulator aims half its dead band (20 W) above the target, so that a steady state does not export. */
-const AIM_W = 10;
-
 /** Load steps: 300 W, a 2 kW kettle at 20 s, off at 50 s, PV surplus (-600 W) from 80 s. */
 const steps = (t: number) => (t < 20 ? 300 : t < 50 ? 2300 : t < 80 ? 300 : -600);
 
@@ -214,7 +211,7 @@ describe('zero feed-in regulator (src/control/regulator.ts) against a simulated 
    * second) finds it, then the battery's dead time and the lag from 2 kW down to 50 W.
    */
   const deadbeatLimitS = (plant: { deadTimeS: number; lagS: number; meterDelayS: number }) =>
-    plant.meterDelayS + 1 + plant.deadTimeS + plant.lagS * Math.log(2000 / (50 - AIM_W));
+    plant.meterDelayS + 1 + plant.deadTimeS + plant.lagS * Math.log(2000 / 50);
 
   it('settles a 2 kW step within ±50 W in 6 s with fast answers where the battery allows it (dead time 0.5 s, lag 1 s)', function () {
     const plant = { deadTimeS: 0.5, lagS: 1, meterDelayS: 0 };
@@ -384,7 +381,7 @@ describe('zero feed-in regulator (src/control/regulator.ts) against a simulated 
       durationS: 60,
       settings: { target: 100, gridCharge: true },
     });
-    should(Math.min(...allowed.decisions.filter((d) => d.action === 'set').map((d) => d.setpoint!))).equal(-500 - AIM_W);
+    should(Math.min(...allowed.decisions.filter((d) => d.action === 'set').map((d) => d.setpoint!))).equal(-500);
   });
 
   it('stops charging at the charge SOC and discharging at the discharge SOC', function () {
@@ -447,18 +444,17 @@ describe('zero feed-in regulator (src/control/regulator.ts) against a simulated 
     should(back.regulator.setpoint).be.undefined();
     const keep = silent('keep');
     should(keep.decisions.filter((d) => d.t > 15000)).be.empty();
-    should(keep.trace.at(-1)!.setpoint).equal(800 - AIM_W);
+    should(keep.trace.at(-1)!.setpoint).equal(800);
   });
 
   it('holds while a setpoint is in flight, and after a failed one decides again', function () {
     const regulator = new Regulator(SETTINGS, 0);
     const first = regulator.meter(500, 0);
-    should(first).containEql({ action: 'set', setpoint: 500 - AIM_W, reason: 'start' });
+    should(first).containEql({ action: 'set', setpoint: 500, reason: 'start' });
     should(regulator.meter(480, 1000)).containEql({ action: 'hold', reason: 'in flight' });
     regulator.failed();
-    // Aimed half the dead band in force (widened by the readings' change) above the target.
     const second = regulator.meter(480, 2000);
-    should(second).containEql({ action: 'set', setpoint: 480 - second.deadBand! / 2 });
+    should(second).containEql({ action: 'set', setpoint: 480 });
     regulator.acknowledge(second.setpoint!, 2100);
     // Right after, the battery has not moved: the grid still shows the load, which is no reason to move again.
     should(regulator.meter(470, 2500)).containEql({ action: 'hold' });
@@ -469,7 +465,7 @@ describe('zero feed-in regulator (src/control/regulator.ts) against a simulated 
     regulator.meter(300, 0);
     regulator.acknowledge(300, 100);
     // 0.2 s later the models cannot know; the battery read in the same request says it already gives 300 W.
-    should(regulator.meter(500, 300, 300)).containEql({ action: 'set', setpoint: 800 - AIM_W, battery: 300 });
+    should(regulator.meter(500, 300, 300)).containEql({ action: 'set', setpoint: 800, battery: 300 });
   });
 
   it('a read-back (6000) after the battery settled replaces the setpoint as the state: the device stopped on its own', function () {
@@ -489,8 +485,8 @@ describe('zero feed-in regulator (src/control/regulator.ts) against a simulated 
     should(regulator.tick(60000)).be.undefined();
     regulator.enable(true, 60000);
     should(regulator.tick(65000)).be.undefined();
-    should(regulator.meter(900, 65000)).containEql({ action: 'set', setpoint: 900 - AIM_W });
-    regulator.acknowledge(900 - AIM_W, 65100);
+    should(regulator.meter(900, 65000)).containEql({ action: 'set', setpoint: 900 });
+    regulator.acknowledge(900, 65100);
     should(regulator.tick(70000)).be.undefined();
     should(regulator.tick(75100)).containEql({ action: 'standby', reason: 'meter timeout' });
   });
@@ -514,7 +510,7 @@ describe('zero feed-in regulator (src/control/regulator.ts) against a simulated 
   it('a new target (setTarget) steers from the next reading, and leaves the settings it was given alone', function () {
     const given = { ...SETTINGS };
     const regulator = new Regulator(given, 0);
-    should(regulator.meter(500, 0, 0)).containEql({ action: 'set', setpoint: 500 - AIM_W });
+    should(regulator.meter(500, 0, 0)).containEql({ action: 'set', setpoint: 500 });
     regulator.acknowledge(500, 100);
     // The battery gives the 500 W: the grid shows 0 W, the target.
     should(regulator.meter(0, 1000, 500)).containEql({ action: 'hold', reason: 'dead band' });
@@ -522,9 +518,9 @@ describe('zero feed-in regulator (src/control/regulator.ts) against a simulated 
     should(regulator.settings.target).equal(300);
     should(given.target).equal(0);
     // Load 500 W, 300 W of it from the grid: the battery gives 200 W.
-    should(regulator.meter(0, 2000, 500)).containEql({ action: 'set', setpoint: 200 - AIM_W, reason: 'load' });
-    regulator.acknowledge(200 - AIM_W, 2100);
-    should(regulator.meter(300 + AIM_W, 3000, 200 - AIM_W)).containEql({ action: 'hold', reason: 'dead band' });
+    should(regulator.meter(0, 2000, 500)).containEql({ action: 'set', setpoint: 200, reason: 'load' });
+    regulator.acknowledge(200, 2100);
+    should(regulator.meter(300, 3000, 200)).containEql({ action: 'hold', reason: 'dead band' });
   });
 
   it('an exit with keep in the middle of a pulse leaves the setpoint the pulse was heading to, never the pulse', function () {
@@ -657,7 +653,7 @@ describe('zero feed-in regulator (src/control/regulator.ts) against a simulated 
     const quiet = simulate({ deadTimeS: 1, lagS: 0.5, meterDelayS: 0, answerMs: 100, load: kettles, durationS: 150 });
     for (const { from, to } of kettleStretches(150)) {
       const end = quiet.trace.filter((p) => p.t >= (to - 3) * 1000 && p.t < to * 1000).map((p) => p.grid);
-      should(Math.min(...end)).be.aboveOrEqual(-1, `grid at the end of ${from}-${to} s`);
+      should(Math.min(...end)).be.aboveOrEqual(-10, `grid at the end of ${from}-${to} s`);
       should(Math.max(...end)).be.belowOrEqual(20, `grid at the end of ${from}-${to} s`);
     }
   });

@@ -28,10 +28,17 @@
  * large move starts with a pulse beyond its value, sized so that the battery reaches the value one request later, when
  * the value itself follows at once (ahead of waiting reads). Each consistent model gives its own pulse; the one that
  * goes least far is sent, so no plant the readings allow overshoots (the others arrive later, as without a pulse). At
- * a power limit the pulse lasts several requests. A move at most twice the moves the same way that have not shown yet
- * continues a ramp (a cloud over the PV, seen late by a slow meter): it gets no pulse, which would zig-zag behind it.
- * The dead band is at least three times the meter's noise, so that noise does not move a setpoint that the narrowed
- * models no longer shield.
+ * a power limit the pulse lasts several requests; its follow-up is due by time (tick()), not by the next reading, and a
+ * reading that shows a new load ends it. A pulse goes past its value by at most the move itself. A move at most twice
+ * the moves the same way that have not shown yet continues a ramp (a cloud over the PV, seen late by a slow meter): it
+ * gets no pulse, which would zig-zag behind it. The dead band is widened to three times the meter's noise (to 100 W at
+ * most), so that noise does not move a setpoint that the narrowed models no longer shield; it leans toward import (a
+ * move down at half the band of export, up at a whole band of import).
+ *
+ * Exits: the regulator stands behind a steady setpoint (a pulse's value is none); exit() and a time-out with keep give
+ * that setpoint where a pulse may be in force. One reading whose implied load jumped by more than 2.5 kW is held back
+ * until the next confirms it. A read-back of 6000 short of every model shows a battery that does not follow: the load
+ * is then taken between what it delivers and what the models expect (no wind-up), and the identification skips it.
  *
  * Further rules: one setpoint in flight at a time (the next only after the device acknowledged the previous one,
  * which the shared queue paces); the state is the acknowledged setpoint after every limit, so nothing winds up at a
@@ -41,19 +48,13 @@
  * nothing (keep), as configured.
  */
 import { decimalNumber } from '../numbers';
-import type { NumberRule } from '../editor/inputs';
-import { PlantIdentifier, plantFamily, response, settleMs, type Step } from './plant-family';
+import { PlantIdentifier, plantFamily, response, settleMs, type PlantBound, type Step } from './plant-family';
 
-/** A plant the regulator is built for: dead time and first-order lag of the battery, delay of the meter (s). */
-export interface PlantBound {
-  deadTimeS: number;
-  lagS: number;
-  meterDelayS: number;
-}
+export type { PlantBound };
 
-/** What happens when the meter falls silent, and when the regulator is stopped or turned off. */
+/** What happens when the meter falls silent. */
 export type OnTimeout = 'standby' | 'self-consumption' | 'keep';
-export type OnStop = 'self-consumption' | 'standby' | 'keep';
+export const ON_TIMEOUT: readonly OnTimeout[] = ['standby', 'self-consumption', 'keep'];
 
 export interface RegulatorSettings {
   /** Grid power to hold, W (positive: import). */
@@ -92,31 +93,6 @@ export const PLANT_BOUNDS: { fast: PlantBound; slow: PlantBound } = {
 /** Grid readings beyond this (W, either way) are no house's: a broken meter or a wrong unit. */
 export const MAX_PLAUSIBLE_GRID_W = 50000;
 
-export const REGULATOR_DEFAULTS = {
-  target: 0,
-  deadBand: 20,
-  chargeSoc: 100,
-  dischargeSoc: 10,
-  meterTimeoutS: 10,
-  meterIntervalS: 1,
-  onTimeout: 'standby' as OnTimeout,
-  onStop: 'self-consumption' as OnStop,
-  gridCharge: false,
-} as const;
-
-/** Bounds of the node's number settings (the power and SOC ones come from the control write's points). */
-export const ZERO_FEED_IN_RULES = {
-  target: { min: -10000, max: 10000, unit: 'W' },
-  deadBand: { min: 0, max: 1000, unit: 'W' },
-  meterInterval: { min: 1, max: 3600, unit: 'seconds' },
-  meterTimeout: { min: 1, max: 3600, unit: 'seconds' },
-} as const satisfies Record<string, NumberRule>;
-
-export const METER_SOURCES = ['message', 'device'] as const;
-export type MeterSource = (typeof METER_SOURCES)[number];
-export const ON_TIMEOUT: readonly OnTimeout[] = ['standby', 'self-consumption', 'keep'];
-export const ON_STOP: readonly OnStop[] = ['self-consumption', 'standby', 'keep'];
-
 export type DecisionAction = 'set' | 'hold' | 'standby' | 'self-consumption';
 
 /** Why a decision was taken, for the output message and the status. */
@@ -145,7 +121,7 @@ export interface Decision {
   reason: DecisionReason;
   /** The setpoint the regulator stands behind (a pulse's value is not one): what an exit leaves. */
   steady?: number;
-  /** The dead band in force (W): steady, the grid stays between the target and the target plus this. */
+  /** The dead band in force (W): steady, the grid stays within half of it below the target and all of it above. */
   deadBand?: number;
   /** The battery delivers less than its setpoint: `delivered` W (signed like 6000) is what it gives. */
   limitedBy?: 'battery';
@@ -209,8 +185,8 @@ export class Regulator {
   /** Readings taken while a setpoint was in flight: they count for the identification once it is settled. */
   private unsettled: { grid: number; at: number }[] = [];
   /** The implied load of the last reading taken, and a reading held back because it jumped far from it. */
-  private lastLoad: number | undefined;
-  private suspect: { grid: number; at: number; load: number; battery?: number } | undefined;
+  private lastLoad: [number, number] | undefined;
+  private suspect: { grid: number; at: number; load: [number, number] } | undefined;
   /** An overdrive under way towards `final`; `direction` +1 (up) or -1; it goes past `final` by `bound` W at most. */
   private pulse: { final: number; direction: number; bound: number; failed?: boolean } | undefined;
   /** Gaps (ms) seen between a setpoint's request and the next one's, when the next was sent at once. */
@@ -264,6 +240,11 @@ export class Regulator {
     return this.pending !== undefined;
   }
 
+  /** A setpoint in flight or an overdrive under way: the device's slots are this regulator's. */
+  get moving(): boolean {
+    return this.pending !== undefined || this.pulse !== undefined;
+  }
+
   get soc(): number | undefined {
     return this.socValue?.value;
   }
@@ -282,7 +263,7 @@ export class Regulator {
 
   /**
    * The dead band in force: the one set, widened to three times the meter's noise, but by the noise to 100 W at most.
-   * It lies on the import side of the target: steady, the grid is between the target and the target plus this.
+   * It leans toward import: steady, the grid is between half of it below the target and all of it above.
    */
   get deadBand(): number {
     const set = this.settings.deadBand;
@@ -322,7 +303,7 @@ export class Regulator {
    * of what every model says the battery gives by now, it shows a battery that does not follow (derating, a SOC stop,
    * a smaller unit): the regulator then steers from what is delivered, and the identification leaves it out.
    */
-  observeBattery(power: unknown, now: number): void {
+  observeBattery(power: unknown, now: number, askedAt = now): void {
     if (typeof power !== 'number' || !Number.isFinite(power)) return;
     this.readback = { power, at: now };
     // Not steering (start, after a hand-back): the battery's power is all that is known.
@@ -331,7 +312,7 @@ export class Regulator {
       this.history = [];
       return;
     }
-    const short = this.fallsShort(power, now);
+    const short = this.fallsShort(power, askedAt, now);
     if (short !== (this.delivered !== undefined)) this.identifier.interrupt();
     this.delivered = short ? { power, at: now } : undefined;
   }
@@ -349,14 +330,22 @@ export class Regulator {
     return power >= Math.min(0, low, lowLater) - margin && power <= Math.max(0, high, highLater) + margin;
   }
 
-  /** Whether `power` (read at `now`) is short of what every model says the battery gives by now, in the setpoint's way. */
-  private fallsShort(power: number, now: number): boolean {
+  /**
+   * Whether `power` (asked for at `askedAt`, answered at `now`) is short of what every model says the battery gives
+   * then, in the setpoint's way.
+   */
+  private fallsShort(power: number, askedAt: number, now: number): boolean {
     const setpoint = this.acknowledged;
     if (setpoint === undefined || setpoint === 0) return false;
+    // During a transient, short of every battery the regulator is built for (one a little off the identified models is
+    // no shortfall); once those have the battery there, short of them.
+    const last = this.history.at(-1);
+    const settled = !last || askedAt >= last.ackAt + Math.max(...this.identifier.consistent().map(settleMs));
+    const models = settled ? this.identifier.consistent() : this.identifier.models;
     const direction = Math.sign(setpoint);
-    // 6000 is the battery's power now; the models show it as the meter will, up to its delay later.
-    const [low, high] = this.modelInterval(now);
-    const [lowLater, highLater] = this.modelInterval(now + this.settings.slow.meterDelayS * 1000);
+    // 6000 was taken between the ask and the answer; the models show it as the meter will, up to its delay later.
+    const [low, high] = this.modelInterval(askedAt, models);
+    const [lowLater, highLater] = this.modelInterval(now + this.settings.slow.meterDelayS * 1000, models);
     const least = Math.min(...[low, high, lowLater, highLater].map((p) => p * direction));
     return direction * power < least - Math.max(SHORT_W, SHORT_SHARE * Math.abs(setpoint));
   }
@@ -437,7 +426,7 @@ export class Regulator {
     const [low, high] = this.batteryNow(now, battery);
     const decision = this.decider(grid, (low + high) / 2);
     if (!this.on) return decision('hold', 'disabled');
-    if (this.screen(grid, now, (low + high) / 2, battery)) return decision('hold', 'suspect');
+    if (this.screen(grid, now, [grid + low, grid + high])) return decision('hold', 'suspect');
     this.identify(grid, now);
     if (this.pending) return decision('hold', 'in flight');
     const want = this.wanted(grid, low, high);
@@ -470,18 +459,19 @@ export class Regulator {
   }
 
   /**
-   * One bad reading moves nothing: a reading whose implied load jumped by more than SUSPECT_JUMP_W from the last one
-   * is held back (true). The next reading confirms it (it stays nearer the jump than the load before: both are taken,
-   * the step followed one reading late) or drops it.
+   * One bad reading moves nothing: a reading whose implied load (the interval the models allow) lies more than
+   * SUSPECT_JUMP_W from the last one's is held back (true); the battery's own move, which the models follow, is no
+   * jump. The next reading confirms it (it stays nearer the jump than the load before: both are taken, the step
+   * followed one reading late) or drops it.
    */
-  private screen(grid: number, now: number, battery: number, measured?: number): boolean {
-    const load = grid + battery;
+  private screen(grid: number, now: number, load: [number, number]): boolean {
+    const apart = (a: [number, number], b: [number, number]) => Math.max(0, a[0] - b[1], b[0] - a[1]);
     const suspect = this.suspect;
     this.suspect = undefined;
     if (suspect) {
-      if (Math.abs(load - suspect.load) < Math.abs(load - this.lastLoad!)) this.identify(suspect.grid, suspect.at);
-    } else if (this.lastLoad !== undefined && Math.abs(load - this.lastLoad) > SUSPECT_JUMP_W) {
-      this.suspect = { grid, at: now, load, battery: measured };
+      if (apart(load, suspect.load) < apart(load, this.lastLoad!)) this.identify(suspect.grid, suspect.at);
+    } else if (this.lastLoad !== undefined && apart(load, this.lastLoad) > SUSPECT_JUMP_W) {
+      this.suspect = { grid, at: now, load };
       return true;
     }
     this.lastLoad = load;
@@ -491,10 +481,8 @@ export class Regulator {
   /** The setpoints the estimated load asks for, [low, high], within the grid-charging floor. */
   private wanted(grid: number, low: number, high: number): { low: number; high: number; floored: boolean } {
     const { target, gridCharge } = this.settings;
-    // Aimed at the middle of [target, target + band]: the band lies on the import side, no lasting export.
-    const aim = target + this.deadBand / 2;
-    let wantLow = grid + low - aim;
-    let wantHigh = grid + high - aim;
+    let wantLow = grid + low - target;
+    let wantHigh = grid + high - target;
     let floored = false;
     if (!gridCharge) {
       // Charging only by what the house would export: never below min(0, load), edge by edge, so that a charge
@@ -508,10 +496,18 @@ export class Regulator {
     return { low: wantLow, high: wantHigh, floored };
   }
 
+  /**
+   * The setpoints that hold at `current`: the band leans toward import, a move down (export) comes at half the band,
+   * a move up (import) at the whole band. So a steady grid lies in [target - band/2, target + band].
+   */
+  private band(current: number): [number, number] {
+    return [current - this.deadBand / 2, current + this.deadBand];
+  }
+
   /** Whether the whole interval of wanted setpoints lies outside the dead band around `current`. */
   private beyondBand(want: { low: number; high: number }, current: number): boolean {
-    const half = this.deadBand;
-    return want.low > current + half || want.high < current - half;
+    const [below, above] = this.band(current);
+    return want.low > above || want.high < below;
   }
 
   /** The decision on a reading with no pulse under way: a move (plain or with a pulse) when the load asks for it. */
@@ -521,18 +517,14 @@ export class Regulator {
     now: number,
     decision: ReturnType<Regulator['decider']>,
   ): Decision {
-    const half = this.deadBand;
     let reason: DecisionReason = current === undefined ? 'start' : want.floored ? 'grid charge' : 'load';
-    let wanted: number;
-    if (current === undefined) wanted = (want.low + want.high) / 2;
-    else if (want.low > current + half) wanted = want.low;
-    else if (want.high < current - half) wanted = want.high;
-    else return this.boost(current, now, want, decision);
+    if (current !== undefined && !this.beyondBand(want, current)) return this.boost(current, now, want, decision);
+    const wanted = current === undefined ? (want.low + want.high) / 2 : want.low > current ? want.low : want.high;
 
     const limited = this.limit(wanted);
     if (limited.reason) reason = limited.reason;
     const next = limited.value;
-    if (current !== undefined && (next === current || Math.abs(next - current) <= half)) return decision('hold', reason);
+    if (current !== undefined && next >= this.band(current)[0] && next <= this.band(current)[1]) return decision('hold', reason);
     this.followingUp = false;
     // A stop at a SOC limit needs no haste; a ramp is followed step by step.
     const plain = current === undefined || reason === 'soc' || this.delivered !== undefined || this.continuesRamp(next - current, now);
@@ -748,10 +740,10 @@ export class Regulator {
   }
 
   /** The range of the battery's power as the meter shows it at `at`, over every plant consistent with the readings. */
-  private modelInterval(at: number): [number, number] {
+  private modelInterval(at: number, models = this.identifier.consistent()): [number, number] {
     let low = Infinity;
     let high = -Infinity;
-    for (const model of this.identifier.consistent()) {
+    for (const model of models) {
       const power = response(model, this.history, this.base, at);
       low = Math.min(low, power);
       high = Math.max(high, power);

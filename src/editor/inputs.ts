@@ -9,17 +9,8 @@ import { DECIMAL, decimalNumber } from '../numbers';
 import { MAX_PASSWORD_BYTES, MIN_INTERVAL_FLOOR_MS, NAMESPACE_PATTERN } from '../device/rules';
 import { CONTROL_DEFAULTS, CONTROL_LIMITS, MAX_CONTROL_SECONDS } from '../control/control';
 import { POWER_LIMIT, catalogueJson, resolveReadAddresses, validatePowerLimit, type PowerLimits } from '../points/catalogue';
-import {
-  METER_SOURCES,
-  ON_STOP,
-  ON_TIMEOUT,
-  PLANT_BOUNDS,
-  REGULATOR_DEFAULTS,
-  ZERO_FEED_IN_RULES,
-  type MeterSource,
-  type OnStop,
-  type RegulatorSettings,
-} from '../control/regulator';
+import { ON_TIMEOUT, PLANT_BOUNDS, type OnTimeout, type RegulatorSettings } from '../control/regulator';
+import { METER_SOURCES, ON_STOP, type OnStop, type ZeroFeedInConfig } from '../control/zero-feed-in';
 
 /** A decimal number within bounds. */
 export interface NumberRule {
@@ -255,6 +246,27 @@ export function settingRulesJson() {
   };
 }
 
+/** The zero feed-in node's defaults. */
+export const REGULATOR_DEFAULTS = {
+  target: 0,
+  deadBand: 20,
+  chargeSoc: 100,
+  dischargeSoc: 10,
+  meterTimeoutS: 10,
+  meterIntervalS: 1,
+  onTimeout: 'standby' as OnTimeout,
+  onStop: 'self-consumption' as OnStop,
+  gridCharge: false,
+} as const;
+
+/** Bounds of the zero feed-in node's number settings (the power and SOC ones come from the control write's points). */
+export const ZERO_FEED_IN_RULES = {
+  target: { min: -10000, max: 10000, unit: 'W' },
+  deadBand: { min: 0, max: 1000, unit: 'W' },
+  meterInterval: { min: 1, max: 3600, unit: 'seconds' },
+  meterTimeout: { min: 1, max: 3600, unit: 'seconds' },
+} as const satisfies Record<string, NumberRule>;
+
 /** A zero feed-in node's settings as Node-RED stores them (text or numbers; empty is the default). */
 export interface ZeroFeedInInput {
   meterSource?: unknown;
@@ -271,12 +283,7 @@ export interface ZeroFeedInInput {
   onStop?: unknown;
 }
 
-export interface ZeroFeedInSettings {
-  regulator: RegulatorSettings;
-  meterSource: MeterSource;
-  meterIntervalMs: number;
-  onStop: OnStop;
-}
+export type ZeroFeedInSettings = ZeroFeedInConfig;
 
 /**
  * A zero feed-in node's settings, checked at deploy with the rules the editor gets; the maximum powers within the
