@@ -1,23 +1,15 @@
 /**
- * Zero feed-in: holds the grid meter at its target by steering the battery in real-time control. The regulator
- * (src/control/regulator.ts) decides; this node feeds it grid readings (from messages, or read from the device's own meter
- * through the shared queue), sends its setpoints with RealTimeController through the node's session, reports each
- * decision, and on close, disable or a silent meter leaves the battery as configured.
+ * Zero feed-in: holds the grid meter at its target by steering the battery in real-time control. The core controller
+ * (src/control/zero-feed-in.ts, around the regulator of src/control/regulator.ts) does the work; this node checks its
+ * settings and messages, turns msg.payload, msg.enable and msg.target into calls, and each decision into a message
+ * and a status. On close it waits, bounded, for the controller to leave the battery as configured.
  */
 import type { Node, NodeAPI, NodeDef, NodeMessageInFlow } from 'node-red';
-import { REAL_TIME, pointByName } from '../src/points/catalogue';
 import type { ClientSession } from '../src/device/client';
-import {
-  CONTROL_DEFAULTS,
-  RealTimeController,
-  STATE_CODES,
-  parseControl,
-  type ControlCommand,
-  type ControllerSettings,
-} from '../src/control/control';
 import { ValidationError } from '../src/errors';
-import { numberIn, zeroFeedInSettings, type ZeroFeedInSettings } from '../src/editor/inputs';
-import { Regulator, ZERO_FEED_IN_RULES, gridReading, type Decision, type OnStop } from '../src/control/regulator';
+import { ZERO_FEED_IN_RULES, numberIn, zeroFeedInSettings, type ZeroFeedInSettings } from '../src/editor/inputs';
+import { gridReading, type Decision } from '../src/control/regulator';
+import { ZeroFeedInController } from '../src/control/zero-feed-in';
 import { deviceOf, errorStatus, keepErrorCodes } from './shared';
 
 interface ZeroFeedInDef extends NodeDef {
@@ -36,36 +28,23 @@ interface ZeroFeedInDef extends NodeDef {
   onStop: string;
 }
 
-const address = (name: string) => pointByName(name)!.address;
-const METER = address('meterPower');
-const METER_1600 = address('meterPower1600');
-const BATTERY = address('batteryPower');
-const SOC = address('batterySoc');
-const SELF_CONSUMPTION = 1;
-/** With the meter from messages, battery power and SOC are read this often (one request, shared with the others). */
-const STATE_READ_MS = 30000;
-/** How long before its acknowledgement a write may have been carried out (the specification's response time). */
-const ANSWER_MS = 1000;
-/** How often a silent meter is looked for. */
-const TICK_MS = 250;
+type Done = (error?: Error) => void;
+type ZeroFeedInMessage = NodeMessageInFlow & { enable?: unknown; target?: unknown };
+
 /** A hand-back on closing may take this long (a request waiting behind others); Node-RED's own limit is 15 s. */
 const CLOSE_BOUND_MS = 10000;
-
-/** The signed watts a command gives the battery (6000's sign): what the device acknowledged. */
-function signedPower(command: ControlCommand): number {
-  return command.state === 'charge' ? -command.power : command.state === 'discharge' ? command.power : 0;
-}
+const targetIn = numberIn(ZERO_FEED_IN_RULES.target);
 
 export = function (RED: NodeAPI) {
+  const t = (key: string, values?: Record<string, string | number>) => RED._(`localbattery-zero-feed-in.${key}`, values);
+
   function ZeroFeedInNode(this: Node, def: ZeroFeedInDef) {
     RED.nodes.createNode(this, def);
     const node = this;
     keepErrorCodes(RED, node);
-    const missing = RED._('localbattery-zero-feed-in.errors.noDevice');
+    const missing = t('errors.noDevice');
     const device = deviceOf(RED, node, def.device, missing);
     const session: ClientSession | undefined = device?.open(node);
-    let closed = false;
-    const timers = new Set<NodeJS.Timeout>();
 
     let settings: ZeroFeedInSettings | undefined;
     let configError: Error | undefined;
@@ -74,12 +53,12 @@ export = function (RED: NodeAPI) {
         settings = zeroFeedInSettings(def, session.limits);
       } catch (error) {
         configError = error as Error;
-        node.status({ fill: 'red', shape: 'ring', text: RED._('localbattery-zero-feed-in.status.invalidConfig') });
+        node.status({ fill: 'red', shape: 'ring', text: t('status.invalidConfig') });
         node.error(configError.message);
       }
     }
     if (!session || !settings) {
-      node.on('input', (_msg: NodeMessageInFlow, _send: unknown, done: (error?: Error) => void) =>
+      node.on('input', (_msg: NodeMessageInFlow, _send: unknown, done: Done) =>
         done(configError ?? new Error(device?.configError ?? missing)),
       );
       node.on('close', (done: () => void) => {
@@ -89,249 +68,110 @@ export = function (RED: NodeAPI) {
       return;
     }
     const config = settings;
-    const live = session;
-    const now = () => performance.now();
-    const regulator = new Regulator({ ...config.regulator, requestIntervalMs: live.client.minIntervalMs }, now());
-    const controlOptions: ControllerSettings = {
-      power: config.regulator.minPower,
-      chargeSoc: config.regulator.chargeSoc,
-      dischargeSoc: config.regulator.dischargeSoc,
-      clamp: true,
-      // The regulator keeps within its own maximum powers; the device's limits are the last check.
-      limits: live.limits,
-      switchMode: true,
-      repeatMs: CONTROL_DEFAULTS.repeatSeconds * 1000,
-      modeCheckMs: CONTROL_DEFAULTS.modeCheckSeconds * 1000,
-    };
-    const controller = new RealTimeController(live, controlOptions);
-    // What an earlier deployment saw of the working mode may be stale: the first setpoint waits for one read of it.
-    void controller.learnMode();
-    /** The hand-back under way (disable, time-out), so that a close waits for it rather than racing it. */
-    let handing: Promise<void> | undefined;
-    /** When this node's last write was acknowledged (performance.now(), as the queue's known values). */
-    let ownWriteAt = -Infinity;
+    let closed = false;
+    /** The last warning logged: a device that stays away is logged once, not at every reading. */
+    let warned: string | undefined;
 
-    /**
-     * Another writer in this process (a control or write node, a dashboard button) changed the setpoint or the working
-     * mode since this node's last write: that is the state now, and the next reading steers from it.
-     */
-    function followOthers(): void {
-      const mode = live.knownValue(REAL_TIME.modeAddress);
-      const state = live.knownValue(REAL_TIME.stateAddress);
-      const power = live.knownValue(REAL_TIME.powerAddress);
-      const newest = Math.max(mode?.at ?? -Infinity, state?.at ?? -Infinity);
-      if (newest <= ownWriteAt) return;
-      ownWriteAt = newest;
-      if (mode && mode.at === newest && mode.value !== REAL_TIME.mode) regulator.handedBack();
-      else if (state && power && typeof power.value === 'number') {
-        const watts = state.value === STATE_CODES.charge ? -power.value : state.value === STATE_CODES.discharge ? power.value : 0;
-        // Carried out when it arrived, up to an answer time before it was acknowledged.
-        regulator.acknowledge(watts, newest, newest - ANSWER_MS);
-      }
-    }
-
-    function later(run: () => void, ms: number): void {
-      if (closed) return;
-      const timer = setTimeout(() => {
-        timers.delete(timer);
-        run();
-      }, ms);
-      timers.add(timer);
-    }
+    const zero: ZeroFeedInController = new ZeroFeedInController(session, config, {
+      decision: (decision) => {
+        if (closed) return;
+        const { setpoint, grid, battery, soc, reason, steady, deadBand, limitedBy, delivered } = decision;
+        node.send({
+          topic: 'zero feed-in',
+          payload: {
+            setpoint: setpoint ?? null,
+            steady: steady ?? null,
+            grid: grid ?? null,
+            battery: battery ?? null,
+            soc: soc ?? null,
+            reason,
+            deadBand: deadBand ?? zero.regulator.deadBand,
+            ...(limitedBy ? { delivered } : {}),
+          },
+          ...(limitedBy ? { limitedBy } : {}),
+        });
+        status(decision);
+      },
+      changed: () => {
+        warned = undefined;
+        status(undefined);
+      },
+      failure: (error) => {
+        if (closed) return;
+        node.status(errorStatus(error));
+        const message = (error as Error)?.message ?? String(error);
+        if (message !== warned) node.warn(message);
+        warned = message;
+      },
+      implausibleBattery: (power) => node.warn(t('errors.implausibleBattery', { power })),
+    });
 
     function status(decision: Decision | undefined, extra?: string): void {
       if (closed) return;
-      if (!regulator.enabled) {
-        node.status({ fill: 'grey', shape: 'ring', text: RED._('localbattery-zero-feed-in.status.off') });
-        return;
+      const regulator = zero.regulator;
+      if (!regulator.enabled) return node.status({ fill: 'grey', shape: 'ring', text: t('status.off') });
+      if (decision?.reason === 'meter timeout') return node.status({ fill: 'yellow', shape: 'ring', text: t('status.timeout') });
+      // Nothing has happened yet: no reading, no setpoint.
+      if (!regulator.steering && decision?.grid === undefined) {
+        return node.status({ fill: 'grey', shape: 'ring', text: extra ? `${t('status.waiting')} · ${extra}` : t('status.waiting') });
       }
       const setpoint = regulator.setpoint;
       let text =
         setpoint === undefined
-          ? RED._('localbattery-zero-feed-in.status.selfConsumption')
+          ? t('status.selfConsumption')
           : setpoint === 0
-            ? RED._('localbattery-zero-feed-in.status.standby')
+            ? t('status.standby')
             : setpoint > 0
-              ? RED._('localbattery-zero-feed-in.status.discharge', { power: setpoint })
-              : RED._('localbattery-zero-feed-in.status.charge', { power: -setpoint });
+              ? t('status.discharge', { power: setpoint })
+              : t('status.charge', { power: -setpoint });
       if (decision?.grid !== undefined) {
         const grid = Math.round(decision.grid);
-        text += RED._('localbattery-zero-feed-in.status.grid', { grid: `${grid > 0 ? '+' : ''}${grid}` });
+        text += t('status.grid', { grid: `${grid > 0 ? '+' : ''}${grid}` });
       }
+      const short = regulator.shortfall;
+      if (short !== undefined) text += t('status.short', { power: short });
       if (extra) text += ` · ${extra}`;
-      node.status({ fill: regulator.inFlight ? 'blue' : 'green', shape: 'dot', text });
+      node.status({ fill: short !== undefined ? 'yellow' : regulator.inFlight ? 'blue' : 'green', shape: 'dot', text });
     }
 
-    function report(decision: Decision): void {
-      if (closed) return;
-      const { setpoint, grid, battery, soc, reason } = decision;
-      node.send({
-        topic: 'zero feed-in',
-        payload: { setpoint: setpoint ?? null, grid: grid ?? null, battery: battery ?? null, soc: soc ?? null, reason },
-      });
-      status(decision);
+    /** msg.payload as a reading: grid power, and the battery power and SOC an object may carry. */
+    function reading(payload: unknown): void {
+      const grid = gridReading(payload);
+      // Nonsense never moves the battery; the time-out covers a meter that only sends nonsense.
+      if (grid === undefined) return status(undefined, t('status.ignored'));
+      const given = payload as { batteryPower?: unknown; soc?: unknown } | undefined;
+      // Positive discharging, as 6000; the controller ignores a value the battery cannot be giving.
+      const battery = typeof given?.batteryPower === 'number' && Number.isFinite(given.batteryPower) ? given.batteryPower : undefined;
+      zero.reading(grid, battery, typeof given?.soc === 'number' ? given.soc : undefined);
     }
 
-    /** The last warning logged: a device that stays away is logged once, not at every reading. */
-    let warned: string | undefined;
-    function failure(error: unknown): void {
-      if (closed) return;
-      node.status(errorStatus(error));
-      const message = (error as Error)?.message ?? String(error);
-      if (message !== warned) node.warn(message);
-      warned = message;
-    }
-
-    /**
-     * Sends a setpoint (W, signed); the regulator learns when it left and whether the device acknowledged it, and an
-     * overdrive's next setpoint follows at once, ahead of waiting reads (`urgent`). Never rejects.
-     */
-    async function send(watts: number, urgent = false): Promise<void> {
-      try {
-        const command = parseControl(watts, controlOptions);
-        const outcome = await controller.apply(command, false, undefined, { urgent, onStart: () => regulator.started(now()) });
-        if (outcome.status === 'superseded') regulator.failed(true);
-        else regulator.acknowledge(signedPower(command), now());
-        ownWriteAt = now();
-        warned = undefined;
-        status(undefined);
-      } catch (error) {
-        regulator.failed();
-        failure(error);
-      }
-      if (closed || handing) return;
-      const next = regulator.followUp(now());
-      if (next) act(next, true);
-    }
-
-    /** Leaves the battery as `how` says; resolves when the device has it (or it failed). Never rejects. */
-    async function handBack(how: OnStop | 'standby'): Promise<void> {
-      try {
-        if (how === 'self-consumption') {
-          await live.write(REAL_TIME.modeAddress, SELF_CONSUMPTION);
-          ownWriteAt = now();
-          regulator.handedBack();
-        } else if (how === 'standby') {
-          await send(0);
-        }
-      } catch (error) {
-        failure(error);
-      }
-    }
-
-    function act(decision: Decision, urgent = false): void {
-      report(decision);
-      if (decision.action === 'set') void send(decision.setpoint!, urgent);
-      else if (decision.action === 'standby') void send(0);
-      else if (decision.action === 'self-consumption') handing = handBack('self-consumption').finally(() => (handing = undefined));
-    }
-
-    function reading(grid: number, battery?: number, soc?: number): void {
-      if (closed) return;
-      if (soc !== undefined) regulator.observeSoc(soc, now());
-      if (!regulator.enabled || handing) return;
-      // While a write of this node is on its way, what the queue knows may be that write.
-      if (!regulator.inFlight) followOthers();
-      act(regulator.meter(grid, now(), battery));
-    }
-
-    /** Battery power and SOC (and the meter, when it is the device's) in one read through the shared queue. */
-    async function readDevice(withMeter: boolean): Promise<void> {
-      try {
-        const { values } = await live.read(withMeter ? [METER, METER_1600, BATTERY, SOC] : [BATTERY, SOC]);
-        const number = (a: number) => (typeof values.get(a) === 'number' ? (values.get(a) as number) : undefined);
-        const soc = number(SOC);
-        if (soc !== undefined) regulator.observeSoc(soc, now());
-        const battery = number(BATTERY);
-        const meter = gridReading(values.get(METER) ?? values.get(METER_1600));
-        if (withMeter && meter !== undefined) reading(meter, battery, soc);
-        else if (battery !== undefined) regulator.observeBattery(battery, now());
-      } catch (error) {
-        failure(error);
-      }
-    }
-
-    // The device's meter: one read per interval, the next only after the last has come back (the queue paces it).
-    function pollMeter(): void {
-      const started = now();
-      void readDevice(true).finally(() => later(pollMeter, Math.max(0, config.meterIntervalMs - (now() - started))));
-    }
-    function pollState(): void {
-      void readDevice(false).finally(() => later(pollState, STATE_READ_MS));
-    }
-    if (config.meterSource === 'device') later(pollMeter, 0);
-    else later(pollState, 0);
-
-    const tick = setInterval(() => {
-      if (closed || handing) return;
-      const decision = regulator.tick(now());
-      if (decision) act(decision);
-    }, TICK_MS);
-
+    zero.start();
     status(undefined);
 
-    const targetIn = numberIn(ZERO_FEED_IN_RULES.target);
-
-    node.on('input', (msg: NodeMessageInFlow & { enable?: unknown; target?: unknown }, _send: unknown, done: (error?: Error) => void) => {
+    node.on('input', (msg: ZeroFeedInMessage, _send: unknown, done: Done) => {
       // Both checked before either acts: a bad one changes nothing.
-      if (msg.enable !== undefined && typeof msg.enable !== 'boolean') {
-        done(new ValidationError('msg.enable', msg.enable, 'true or false'));
-        return;
+      if (msg.enable !== undefined && typeof msg.enable !== 'boolean')
+        return done(new ValidationError('msg.enable', msg.enable, 'true or false'));
+      let target: number | undefined;
+      try {
+        target = msg.target === undefined ? undefined : targetIn(msg.target, 'msg.target');
+      } catch (error) {
+        return done(error as Error);
       }
-      if (msg.target !== undefined) {
-        let target: number;
-        try {
-          target = targetIn(msg.target, 'msg.target');
-        } catch (error) {
-          done(error as Error);
-          return;
-        }
-        // From the next reading on.
-        regulator.setTarget(target);
-        if (msg.enable === undefined && (config.meterSource === 'device' || msg.payload === undefined)) {
-          done();
-          return;
-        }
-      }
-      if (msg.enable !== undefined) {
-        const was = regulator.enabled;
-        regulator.enable(msg.enable, now());
-        if (was && !msg.enable) handing = handBack(config.onStop).finally(() => (handing = undefined));
-        // Back on: what the battery gives now is where the loop starts.
-        if (!was && msg.enable) void readDevice(false);
-        status(undefined);
-        if (config.meterSource === 'device' || msg.payload === undefined) {
-          done();
-          return;
-        }
-      }
-      if (config.meterSource === 'message') {
-        const grid = gridReading(msg.payload);
-        if (grid === undefined) {
-          // Nonsense never moves the battery; the time-out covers a meter that only sends nonsense.
-          status(undefined, RED._('localbattery-zero-feed-in.status.ignored'));
-          done();
-          return;
-        }
-        const payload = msg.payload as { batteryPower?: unknown; soc?: unknown } | undefined;
-        const battery =
-          typeof payload?.batteryPower === 'number' && Number.isFinite(payload.batteryPower) ? payload.batteryPower : undefined;
-        const soc = typeof payload?.soc === 'number' ? payload.soc : undefined;
-        reading(grid, battery, soc);
-      }
+      // From the next reading on.
+      if (target !== undefined) zero.setTarget(target);
+      if (msg.enable !== undefined) zero.enable(msg.enable);
+      // A message with a target or an enable is a command, a reading only where it has a payload and no target (a
+      // change node that copied the payload into msg.target left the payload behind).
+      const command = msg.target !== undefined || msg.enable !== undefined;
+      if (config.meterSource === 'message' && msg.target === undefined && (!command || msg.payload !== undefined)) reading(msg.payload);
       done();
     });
 
     node.on('close', (_removed: boolean, done: () => void) => {
-      closed = true;
-      clearInterval(tick);
-      for (const timer of timers) clearTimeout(timer);
-      timers.clear();
       // Leave the battery as configured: the config node keeps the client until this has settled, bounded here.
-      const handOver =
-        config.onStop === 'keep' || !regulator.enabled
-          ? Promise.resolve()
-          : (handing ?? Promise.resolve()).then(() => handBack(config.onStop));
+      const handOver = zero.close();
+      closed = true;
       let bound: NodeJS.Timeout | undefined;
       const finished = Promise.race([handOver, new Promise<void>((resolve) => (bound = setTimeout(resolve, CLOSE_BOUND_MS)))]).finally(() =>
         clearTimeout(bound),

@@ -10,11 +10,6 @@ import ts from 'typescript';
 const ROOT = path.join(__dirname, '..', '..');
 const MAX_FUNCTION_LINES = 150;
 
-// Known offenders until the zero feed-in work lands (issue 23): the inputs ↔ regulator ↔ plant-family circle and the
-// zero feed-in node's 280-line factory. Remove these two lists once they are fixed.
-const ALLOWED_CIRCLE = new Set(['src/editor/inputs.ts', 'src/control/regulator.ts', 'src/control/plant-family.ts']);
-const ALLOWED_LONG_FUNCTIONS = new Set(['nodes/localbattery-zero-feed-in.ts']);
-
 function sourceFiles(dir: string): string[] {
   return fs.readdirSync(path.join(ROOT, dir), { withFileTypes: true }).flatMap((entry) => {
     const file = path.posix.join(dir, entry.name);
@@ -103,7 +98,7 @@ describe('architecture', () => {
   });
 
   it('has no import circle in src/ or nodes/', () => {
-    const found = circles().filter((circle) => !circle.every((file) => ALLOWED_CIRCLE.has(file)));
+    const found = circles();
     should(found).eql([], `import circles: ${found.map((circle) => circle.join(' ↔ ')).join('; ')}`);
   });
 
@@ -130,8 +125,7 @@ describe('architecture', () => {
   });
 
   it(`has no function over ${MAX_FUNCTION_LINES} lines in src/ or nodes/`, () => {
-    const long = FILES.filter((file) => !ALLOWED_LONG_FUNCTIONS.has(file))
-      .flatMap(functionLengths)
+    const long = FILES.flatMap(functionLengths)
       .filter((f) => f.lines > MAX_FUNCTION_LINES)
       .map((f) => `${f.name} (${f.lines} lines)`);
     long.should.eql([]);

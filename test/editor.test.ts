@@ -16,8 +16,7 @@ import should from 'should';
 import type { Browser, Page } from 'playwright-core';
 import { DeviceSimulator } from '../src/simulator';
 import { MODEL_CLASSES, READ_POINTS, WRITE_POINTS, describeAllowed, pointByName, type WritePoint } from '../src/points/catalogue';
-import { NUMBER_RULES, allowedText, settingRulesJson } from '../src/editor/inputs';
-import { ZERO_FEED_IN_RULES } from '../src/control/regulator';
+import { NUMBER_RULES, ZERO_FEED_IN_RULES, allowedText, settingRulesJson } from '../src/editor/inputs';
 import { text } from './node-support';
 import { DEVICES, VERDICTS, describeRow, runtimeVerdict } from './verdicts';
 import { launchChromium, requireChromium, startNodeRed, stopChild } from './node-red-process';
@@ -462,9 +461,9 @@ describe('editor in a real browser (chromium)', function () {
     for (const direction of ['charge', 'discharge'])
       await page.locator(`#localbattery-zero-feed-in-${direction}-hint`, { hasText: `${power.min}–${power.max}` }).waitFor();
     // The meter interval is asked only for the device's own meter.
-    (await page.locator('#node-input-meterInterval').isVisible()).should.be.false();
-    await page.locator('#node-input-meterSource').selectOption('device');
+    // The interval counts for both sources (the time-out is checked against it).
     (await page.locator('#node-input-meterInterval').isVisible()).should.be.true();
+    await page.locator('#node-input-meterSource').selectOption('device');
     await typeInto('#node-input-target', '0x50');
     await typeInto('#node-input-maxDischarge', '3000');
     await typeInto('#node-input-chargeSoc', '2');

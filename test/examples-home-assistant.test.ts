@@ -5,7 +5,7 @@ import type { DeviceSimulator } from '../src/simulator';
 import { pointByName } from '../src/points/catalogue';
 import { startBroker, type TestBroker } from './mqtt-broker';
 import { DISCOVERY_TOPIC, checkNumberConfig, checkSensorSemantics, checkSwitchConfig } from './home-assistant-schema';
-import { ZERO_FEED_IN_RULES } from '../src/control/regulator';
+import { ZERO_FEED_IN_RULES } from '../src/editor/inputs';
 import { CORE_NODES, MQTT_NODES, OUR_NODES, type FlowNode, example, prepared, until, settle } from './examples-support';
 
 describe('Home Assistant (MQTT discovery) example', function () {

@@ -2,7 +2,8 @@
 import { helper, PASSWORD, startSimulator } from './support';
 import type { DeviceSimulator } from '../src/simulator';
 import { startBroker, type TestBroker } from './mqtt-broker';
-import { CORE_NODES, MQTT_NODES, OUR_NODES, isWriteOperation, prepared, idOf, nextMessage, until } from './examples-support';
+import should from 'should';
+import { CORE_NODES, MQTT_NODES, OUR_NODES, example, isWriteOperation, prepared, idOf, nextMessage, until } from './examples-support';
 
 describe('Zero feed-in example', function () {
   this.timeout(40000);
@@ -53,6 +54,16 @@ describe('Zero feed-in example', function () {
     await run(['zero feed-in (device meter)']);
     await until(() => simulator.workingMode === 4 && Math.abs(simulator.meterPower) <= 50, 25000, 'meter power near 0 W');
     simulator.stats.violations.should.be.empty();
+  });
+
+  it('the loop on and off injects reach both variants (the MQTT meter and the device meter)', () => {
+    const flow = example(NAME);
+    const variants = flow.filter((n) => n.type === 'localbattery-zero-feed-in').map((n) => n.id);
+    should(variants).have.length(2);
+    for (const name of ['loop on', 'loop off']) {
+      const inject = flow.find((n) => n.name === name)!;
+      should((inject.wires as string[][]).flat().sort()).eql([...variants].sort());
+    }
   });
 
   it('hands control back (working mode 1) by hand with the loop disabled, as the comment says', async () => {

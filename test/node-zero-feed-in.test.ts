@@ -3,13 +3,14 @@ import should from 'should';
 import deviceNode = require('../nodes/localbattery-device');
 import zeroNode = require('../nodes/localbattery-zero-feed-in');
 import controlNode = require('../nodes/localbattery-control');
+import writeNode = require('../nodes/localbattery-write');
 import { REAL_TIME } from '../src/points/catalogue';
 import { STATE_CODES } from '../src/control/control';
 import type { DeviceSimulator } from '../src/simulator';
 import { PASSWORD, deviceConfig, helper, startSimulator } from './support';
 import { inEnglish, lastStatus, nextInput, statusesOf, until } from './node-support';
 
-const nodes = [inEnglish(deviceNode), inEnglish(zeroNode), inEnglish(controlNode)];
+const nodes = [inEnglish(deviceNode), inEnglish(zeroNode), inEnglish(controlNode), inEnglish(writeNode)];
 
 async function load(simulator: DeviceSimulator, zero: Record<string, unknown> = {}) {
   const device = deviceConfig(simulator);
@@ -20,12 +21,21 @@ async function load(simulator: DeviceSimulator, zero: Record<string, unknown> = 
     { id: 'catch1', type: 'catch', scope: null, uncaught: false, wires: [['caught']] },
     { id: 'caught', type: 'helper' },
     { id: 'control1', type: 'localbattery-control', device: 'device1', power: 800, chargeSoc: 100, dischargeSoc: 10, wires: [[]] },
+    { id: 'write1', type: 'localbattery-write', device: 'device1', point: 'controlPower', value: 'payload', valueType: 'msg', wires: [[]] },
   ];
   await helper.load(nodes, flow, device.credentials);
   const outputs: any[] = [];
   helper.getNode('out').on('input', (msg: any) => outputs.push(msg));
   return { node: helper.getNode('zero1'), outputs, flow, credentials: device.credentials };
 }
+
+/** A kettle on for 8 s every 16 s over 300 W of house; the battery lags 1.5 s after a dead time of 1 s. */
+const KETTLE_HOUSE = {
+  workingMode: 5,
+  deadTimeS: 1,
+  lagS: 1.5,
+  house: { baseLoadW: 300, events: [{ name: 'kettle', atS: 4, durationS: 8, everyS: 16, loadW: 2000 }] },
+};
 
 const writes = (simulator: DeviceSimulator) => simulator.stats.byOperation['Vendor.SetData'] ?? 0;
 
@@ -58,7 +68,7 @@ describe('localbattery-zero-feed-in node', function () {
     should(simulator.control).containEql({ state: STATE_CODES.discharge, power: 100 });
     await until(() => outputs.some((m) => m.payload.reason === 'limit'), 5000, 'a decision bound by the limit');
     const decision = outputs.find((m) => m.payload.reason === 'limit')!.payload;
-    should(Object.keys(decision).sort()).eql(['battery', 'grid', 'reason', 'setpoint', 'soc']);
+    should(Object.keys(decision).sort()).eql(['battery', 'deadBand', 'grid', 'reason', 'setpoint', 'soc', 'steady']);
     should(decision.setpoint).equal(100);
     for (const msg of outputs) should(msg.payload.setpoint ?? 0).be.belowOrEqual(100);
     await until(() => /^↓ 100 W · grid \+\d+ W$/.test(lastStatus(node)?.text ?? ''), 5000, 'the status');
@@ -74,13 +84,7 @@ describe('localbattery-zero-feed-in node', function () {
   });
 
   it('learns the battery from the meter and overdrives a kettle step; the needed setpoint follows one interval later', async function () {
-    // A kettle on for 8 s every 16 s over 300 W of house; the battery lags 1.5 s after a dead time of 1 s.
-    simulator = await startSimulator({
-      workingMode: 5,
-      deadTimeS: 1,
-      lagS: 1.5,
-      house: { baseLoadW: 300, events: [{ name: 'kettle', atS: 4, durationS: 8, everyS: 16, loadW: 2000 }] },
-    });
+    simulator = await startSimulator(KETTLE_HOUSE);
     const { node } = await load(simulator);
     const decisions: { payload: any; at: number }[] = [];
     helper.getNode('out').on('input', (msg: any) => decisions.push({ payload: msg.payload, at: performance.now() }));
@@ -134,12 +138,13 @@ describe('localbattery-zero-feed-in node', function () {
     node.receive({ payload: 480 });
     await until(() => outputs.some((m) => m.payload.reason === 'meter timeout'), 6000, 'the time-out decision');
     should(Date.now() - last).be.belowOrEqual(3000);
+    should(lastStatus(node)?.text).equal('meter time-out');
     await until(() => simulator.controlState === STATE_CODES.standby, 5000, 'standby');
   });
 
   it('a silent meter hands back to self-consumption when so configured', async function () {
     simulator = await startSimulator({ workingMode: 5 });
-    const { node } = await load(simulator, { meterTimeout: 1, onTimeout: 'self-consumption', onStop: 'keep' });
+    const { node } = await load(simulator, { meterTimeout: 2, onTimeout: 'self-consumption', onStop: 'keep' });
     // Readings until the node steers (its first setpoint may wait behind the start's read of the working mode).
     const feeding = setInterval(() => node.receive({ payload: 500 }), 500);
     await until(() => simulator.controlState === STATE_CODES.discharge, 10000, 'discharging').finally(() => clearInterval(feeding));
@@ -305,5 +310,122 @@ describe('localbattery-zero-feed-in node', function () {
     node.receive({ payload: 1 });
     should((await caught).error.message).match(/maximum discharge power/);
     should(writes(simulator)).equal(0);
+  });
+
+  it('switched off with keep in the middle of a pulse (the Dashboard switch): the battery is left at the setpoint the pulse was heading to', async function () {
+    simulator = await startSimulator(KETTLE_HOUSE);
+    const { node, outputs } = await load(simulator, { onStop: 'keep' });
+    stopFeed = feedMeter(simulator, node);
+    await until(() => outputs.some((m) => m.payload.reason === 'overdrive'), 38000, 'an overdrive');
+    // At once, as a dashboard switch would: the loop goes off with the pulse in force or on its way.
+    node.receive({ enable: false });
+    const pulse = outputs.find((m) => m.payload.reason === 'overdrive')!.payload;
+    stopFeed();
+    stopFeed = undefined;
+    const signed = () =>
+      simulator.controlState === STATE_CODES.charge
+        ? -simulator.control.power
+        : simulator.controlState === STATE_CODES.discharge
+          ? simulator.control.power
+          : 0;
+    await until(() => signed() === pulse.steady, 5000, `the steady setpoint ${pulse.steady} W`);
+    const writesThen = writes(simulator);
+    await until(() => lastStatus(node)?.text === 'off', 5000, 'off');
+    should(signed()).equal(pulse.steady);
+    should(signed()).not.equal(pulse.setpoint);
+    should(writes(simulator)).equal(writesThen);
+  });
+
+  it('after a redeploy the first step starts from the battery power the start read (6000), not from 0 W', async function () {
+    simulator = await startSimulator({ workingMode: 5 });
+    const { node, flow, credentials } = await load(simulator);
+    node.receive({ payload: 600 });
+    await until(() => simulator.controlState === STATE_CODES.discharge, 10000, 'discharging');
+    // Only this node is redeployed: it hands back (self-consumption), the queue remembers that write of the mode.
+    await helper.setFlows(
+      flow.map((n) => (n.id === 'zero1' ? { ...n, name: 'renamed' } : n)),
+      'nodes',
+      credentials,
+    );
+    should(simulator.workingMode).equal(1);
+    // The battery covers the house; the new node's start read of 6000 sees that.
+    await until(() => simulator.batteryPower > 150, 10000, 'the battery covering the house');
+    const reads = simulator.stats.byOperation['Vendor.GetData'] ?? 0;
+    const fresh = helper.getNode('zero1');
+    const outputs: any[] = [];
+    helper.getNode('out').on('input', (msg: any) => outputs.push(msg));
+    await until(() => (simulator.stats.byOperation['Vendor.GetData'] ?? 0) > reads, 5000, 'the start read');
+    // Its answer is on its way back (a local exchange takes milliseconds).
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    const battery = simulator.batteryPower;
+    fresh.receive({ payload: simulator.meterPower });
+    await until(() => outputs.length > 0, 5000, 'a decision');
+    should(outputs[0].payload.setpoint).be.within(battery - 80, battery + 80);
+  });
+
+  it('stop and disable act only if the node has steered: no write before the first setpoint', async function () {
+    simulator = await startSimulator({ workingMode: 5 });
+    const { node } = await load(simulator, { onStop: 'standby' });
+    // Before anything happened the status is no green "self-consumption".
+    should(lastStatus(node)).containEql({ fill: 'grey', text: 'waiting for the meter' });
+    node.receive({ enable: false });
+    node.receive({ enable: true });
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    await helper.unload();
+    should(writes(simulator)).equal(0);
+    should(simulator.workingMode).equal(5);
+  });
+
+  it('a message with msg.target is no meter reading, though a change node left msg.payload', async function () {
+    simulator = await startSimulator({ workingMode: 5 });
+    const { node, outputs } = await load(simulator, { onStop: 'keep' });
+    node.receive({ target: 100, payload: 100 });
+    await new Promise((resolve) => setTimeout(resolve, 1000));
+    should(outputs).be.empty();
+    should(writes(simulator)).equal(0);
+  });
+
+  it('follows a write of 47016 alone by another node: the next reading steers from that power', async function () {
+    simulator = await startSimulator({ workingMode: 5 });
+    const { node, outputs } = await load(simulator, { onStop: 'keep' });
+    node.receive({ payload: 600 });
+    await until(() => simulator.controlState === STATE_CODES.discharge && simulator.control.power === 600, 10000, 'discharging');
+    // Another node writes the power alone: the battery now discharges 1000 W (the state stays discharge).
+    helper.getNode('write1').receive({ payload: 1000 });
+    await until(() => simulator.control.power === 1000, 10000, '1000 W');
+    const from = outputs.length;
+    // The grid shows the 400 W more the battery gives: the load is still 600 W, so back to 600 W in one step.
+    node.receive({ payload: -400 });
+    await until(() => outputs.length > from, 5000, 'a decision');
+    should(outputs[from].payload.setpoint).be.within(600 - 30, 600 + 30);
+  });
+
+  it('msg.payload.batteryPower: positive discharging; an implausible value (the other sign) is ignored with one warning', async function () {
+    simulator = await startSimulator({ workingMode: 5 });
+    const { node, outputs } = await load(simulator, { onStop: 'keep' });
+    const warnings: string[] = [];
+    const warn = node.warn.bind(node);
+    node.warn = (message: string) => {
+      warnings.push(message);
+      warn(message);
+    };
+    node.receive({ payload: { meterPower: 600, batteryPower: 0 } });
+    await until(() => simulator.control.power === 600, 10000, 'discharging 600 W');
+    await new Promise((resolve) => setTimeout(resolve, 3000));
+    const from = outputs.length;
+    // Settled: the grid shows 0 W; a meter that counts discharging as negative says -600 W.
+    for (let i = 0; i < 2; i++) node.receive({ payload: { meterPower: 0, batteryPower: -600 } });
+    await new Promise((resolve) => setTimeout(resolve, 1500));
+    for (const msg of outputs.slice(from)) should(msg.payload.setpoint).equal(600);
+    should(warnings.filter((w) => /batteryPower/.test(w))).have.length(1);
+  });
+
+  it('refuses a meter time-out under two meter intervals, naming both', async function () {
+    simulator = await startSimulator();
+    const { node } = await load(simulator, { meterInterval: 3, meterTimeout: 5 });
+    should(lastStatus(node)?.text).equal('invalid settings');
+    const caught = nextInput(helper.getNode('caught'));
+    node.receive({ payload: 1 });
+    should((await caught).error.message).match(/meter time-out.*two meter intervals.*6/);
   });
 });

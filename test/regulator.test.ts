@@ -39,6 +39,14 @@ interface PlantOptions {
   noiseW?: number;
   /** The device's minimum interval between requests (ms). */
   intervalMs?: number;
+  /** The battery delivers at most this (W, either way) at second t, though it accepts any setpoint. */
+  capW?: (t: number) => number | undefined;
+  /** Battery power (6000) is read back this often (ms). */
+  readBatteryEveryMs?: number;
+  /** What the meter reports instead of the grid at second t (a bad reading), or undefined. */
+  badReading?: (t: number) => number | undefined;
+  /** Called every step: a decision it returns is carried out like the regulator's. */
+  hook?: (now: number, regulator: Regulator, decisions: readonly (Decision & { t: number })[]) => Decision | undefined;
 }
 
 interface Trace {
@@ -102,6 +110,8 @@ function simulate(options: PlantOptions) {
     const command = applied.filter((a) => a.at <= now).at(-1)!;
     let wanted = handedBack ? 0 : command.value;
     if ((wanted < 0 && soc >= command.soc) || (wanted > 0 && soc <= command.soc)) wanted = 0;
+    const cap = options.capW?.(now / 1000);
+    if (cap !== undefined) wanted = Math.max(-cap, Math.min(cap, wanted));
     battery += (wanted - battery) * (1 - Math.exp(-dt / (options.lagS * 1000)));
     soc -= ((battery * dt) / 3600000 / capacityWh) * 100;
     const grid = load - battery;
@@ -109,10 +119,13 @@ function simulate(options: PlantOptions) {
     trace.push({ t: now, grid, battery, setpoint: command.value, load });
     const silent = options.silentFromS !== undefined && now >= options.silentFromS * 1000;
     if (options.readSocEveryMs && now % options.readSocEveryMs === 0) regulator.observeSoc(Math.round(soc), now);
-    let decision: Decision | undefined;
-    if (!silent && now % (options.meterMs ?? 1000) === 0) {
+    if (options.readBatteryEveryMs && now % options.readBatteryEveryMs === 0) regulator.observeBattery(Math.round(battery), now);
+    let decision: Decision | undefined = options.hook?.(now, regulator, decisions);
+    if (decision) {
+      // Carried out below like the regulator's own.
+    } else if (!silent && now % (options.meterMs ?? 1000) === 0) {
       const delayed = gridHistory[Math.max(0, gridHistory.length - 1 - Math.round((options.meterDelayS * 1000) / dt))];
-      decision = regulator.meter(Math.round(delayed + noise()), now);
+      decision = regulator.meter(options.badReading?.(now / 1000) ?? Math.round(delayed + noise()), now);
     } else {
       decision = regulator.tick(now);
     }
@@ -169,6 +182,9 @@ function gapsOk(requests: number[], intervalMs = 1000): void {
 
 /** A 2 kW kettle on and off every 30 s over 410 W of house and 900 W of PV (the bench's house), from 30 s on. */
 const kettles = (t: number) => -490 + (Math.floor(t / 30) % 2 === 1 ? 2000 : 0);
+
+/** The kettles over a battery with dead time 1 s and lag 1.5 s, the meter on time, fast answers. */
+const KETTLE_HOUSE = { deadTimeS: 1, lagS: 1.5, meterDelayS: 0, answerMs: 100, load: kettles };
 
 /** The constant-load stretches of `kettles` after the first step, and whether the kettle is on in each. */
 const kettleStretches = (durationS: number) =>
@@ -437,8 +453,9 @@ describe('zero feed-in regulator (src/control/regulator.ts) against a simulated 
     should(first).containEql({ action: 'set', setpoint: 500, reason: 'start' });
     should(regulator.meter(480, 1000)).containEql({ action: 'hold', reason: 'in flight' });
     regulator.failed();
-    should(regulator.meter(480, 2000)).containEql({ action: 'set', setpoint: 480 });
-    regulator.acknowledge(480, 2100);
+    const second = regulator.meter(480, 2000);
+    should(second).containEql({ action: 'set', setpoint: 480 });
+    regulator.acknowledge(second.setpoint!, 2100);
     // Right after, the battery has not moved: the grid still shows the load, which is no reason to move again.
     should(regulator.meter(470, 2500)).containEql({ action: 'hold' });
   });
@@ -457,7 +474,8 @@ describe('zero feed-in regulator (src/control/regulator.ts) against a simulated 
     regulator.acknowledge(600, 100);
     regulator.observeBattery(0, 30000);
     // The battery gives nothing (e.g. at its SOC floor): the load is the 600 W the grid shows, not 1200 W.
-    should(regulator.meter(600, 30500)).containEql({ action: 'hold', reason: 'dead band', battery: 0 });
+    // It steers from what is delivered: no move to 1200 W.
+    should(regulator.meter(600, 30500)).containEql({ action: 'hold', limitedBy: 'battery', delivered: 0 });
   });
 
   it('disabled: readings change nothing; enabled again it starts from what it knows', function () {
@@ -503,5 +521,140 @@ describe('zero feed-in regulator (src/control/regulator.ts) against a simulated 
     should(regulator.meter(0, 2000, 500)).containEql({ action: 'set', setpoint: 200, reason: 'load' });
     regulator.acknowledge(200, 2100);
     should(regulator.meter(300, 3000, 200)).containEql({ action: 'hold', reason: 'dead band' });
+  });
+
+  it('an exit with keep in the middle of a pulse leaves the setpoint the pulse was heading to, never the pulse', function () {
+    let exited: Decision | undefined;
+    let pulse: Decision | undefined;
+    const run = simulate({
+      ...KETTLE_HOUSE,
+      durationS: 200,
+      hook: (now, regulator, decisions) => {
+        // The first pulse after 100 s, right after it was decided: the owner switches the loop off (keep).
+        const last = decisions.at(-1);
+        if (exited || now < 100000 || last?.reason !== 'overdrive' || last.t !== now - 10) return undefined;
+        pulse = last;
+        regulator.enable(false, now);
+        exited = regulator.exit(now);
+        return exited;
+      },
+    });
+    should(exited).containEql({ action: 'set', setpoint: pulse!.steady });
+    should(exited!.setpoint).not.equal(pulse!.setpoint);
+    // Left between the need before and after the step (the loads -490 and 1510 W), within 150 W of the need after.
+    const end = run.trace.at(-1)!;
+    should(end.setpoint).equal(exited!.setpoint);
+    should(Math.abs(end.setpoint - end.load)).be.belowOrEqual(150);
+  });
+
+  it('a pulse held at a power limit is followed up by time, before the next reading (a meter every 2 s)', function () {
+    const run = simulate({
+      ...KETTLE_HOUSE,
+      durationS: 270,
+      meterMs: 2000,
+      settings: { maxDischarge: 1800 },
+    });
+    const sets = run.decisions.filter((d) => d.action === 'set');
+    const held = sets.filter((d, i) => d.reason === 'overdrive' && d.setpoint === 1800 && sets[i + 1]);
+    should(held.length).be.aboveOrEqual(3);
+    for (const pulse of held) {
+      const next = sets[sets.indexOf(pulse) + 1];
+      should(next.t - pulse.t).be.below(1900, `follow-up of the pulse at ${pulse.t} ms`);
+    }
+  });
+
+  it('a pulse goes past the needed setpoint by at most the move itself (a slow battery: lag 5 s)', function () {
+    const run = simulate({ deadTimeS: 1, lagS: 5, meterDelayS: 0, answerMs: 100, load: kettles, durationS: 400 });
+    // Each move's first pulse (its follow-ups report the battery as it will be when they act).
+    const pulses = run.decisions.filter((d) => d.reason === 'overdrive' && d.grid !== undefined);
+    should(pulses.length).be.aboveOrEqual(2);
+    for (const d of pulses)
+      should(Math.abs(d.setpoint! - d.steady!)).be.belowOrEqual(Math.abs(d.steady! - d.battery!) + 1, JSON.stringify(d));
+  });
+
+  /**
+   * A regulator that learnt the battery (lag 1.5 s, dead time 1 s) through kettle steps, with the kettle on and settled
+   * at 175 s; then the kettle goes off: its pulse (charging beyond the -490 W needed), acknowledged.
+   */
+  function kettleOffPulse(settings: Partial<RegulatorSettings> = {}) {
+    const run = simulate({ ...KETTLE_HOUSE, durationS: 175, settings });
+    const r = run.regulator;
+    should(r.inFlight).be.false();
+    const held = r.setpoint!;
+    should(held).be.within(1400, 1600);
+    const t = 175100;
+    const pulse = r.meter(-490 - held, t);
+    should(pulse).containEql({ action: 'set', reason: 'overdrive' });
+    r.started(t);
+    r.acknowledge(pulse.setpoint!, t + 100);
+    return { r, t, held, pulse };
+  }
+
+  it('a reading that shows a new load ends a held pulse', function () {
+    const { r, t, held } = kettleOffPulse();
+    // It goes on again before the pulse ended (the battery has not moved yet): the load is back at 1510 W.
+    const next = r.meter(1510 - held, t + 600);
+    should(next.action).equal('set');
+    should(next.steady).be.above(1000);
+  });
+
+  it('a meter time-out with keep in the middle of a pulse leaves the setpoint the pulse was heading to', function () {
+    const { r, t, pulse } = kettleOffPulse({ onTimeout: 'keep' });
+    // Its follow-up fails (the device went away), and the meter falls silent.
+    r.failed();
+    should(r.tick(t + 10200)).containEql({ action: 'set', setpoint: pulse.steady, reason: 'meter timeout' });
+  });
+
+  it('one bad reading (±4 kW) moves nothing; a real 3 kW step is followed one reading later', function () {
+    const load = (t: number) => (t < 100 ? 300 : 3300);
+    const bad = (t: number) => (t === 40 ? 4300 : t === 70 ? -3700 : undefined);
+    const run = simulate({ deadTimeS: 1, lagS: 1.5, meterDelayS: 0, answerMs: 100, load, durationS: 130, badReading: bad });
+    for (const at of [40, 70]) {
+      should(run.decisions.filter((d) => d.action === 'set' && d.t >= at * 1000 && d.t < (at + 5) * 1000)).be.empty();
+      should(run.decisions.find((d) => d.t === at * 1000)).containEql({ action: 'hold', reason: 'suspect' });
+    }
+    const grid = run.trace.filter((p) => p.t >= 30000 && p.t < 100000).map((p) => Math.abs(p.grid));
+    should(Math.max(...grid)).be.belowOrEqual(50);
+    // The step shows at 100 s; held back once, then followed at 101 s.
+    const first = run.decisions.find((d) => d.action === 'set' && d.t >= 100000)!;
+    should(first.t).be.belowOrEqual(101000);
+  });
+
+  it('a battery that delivers 600 W of a 1500 W setpoint is seen: no wind-up, output says so, the plant stays known', function () {
+    const load = (t: number) => (t < 120 ? kettles(t) : t < 210 ? 1500 : t < 240 ? 300 : 1500);
+    const run = simulate({
+      deadTimeS: 1,
+      lagS: 1.5,
+      meterDelayS: 0,
+      answerMs: 100,
+      load,
+      durationS: 270,
+      readBatteryEveryMs: 3000,
+      capW: (t) => (t >= 125 && t < 180 ? 600 : undefined),
+    });
+    const capped = run.decisions.filter((d) => d.t >= 120000 && d.t < 180000 && d.action === 'set');
+    // Before the first read-back shows it, the falling battery looks like a load: bounded, far from the 2400 W maximum.
+    for (const d of capped) should(d.setpoint!).be.belowOrEqual(1900);
+    should(run.decisions.some((d) => d.limitedBy === 'battery' && d.delivered !== undefined && Math.abs(d.delivered - 600) < 50)).be.true();
+    // When the cap lifts (180 s), no lasting export: settled within 10 s.
+    should(settlingS(run.trace, 180, 210)).be.belowOrEqual(10);
+    // The episode taught the models nothing wrong.
+    const { lagS } = run.regulator.plant;
+    should(lagS[0]).be.belowOrEqual(1.5);
+    should(lagS[1]).be.aboveOrEqual(1.5);
+  });
+
+  it('the dead band in force is capped at 100 W however noisy the meter, reported with each decision, and on the import side', function () {
+    const run = simulate({ deadTimeS: 1, lagS: 0.5, meterDelayS: 0, answerMs: 100, load: kettles, durationS: 150, noiseW: 150 });
+    const bands = run.decisions.filter((d) => d.deadBand !== undefined).map((d) => d.deadBand!);
+    should(bands.length).be.above(100);
+    should(Math.max(...bands)).be.within(60, 100);
+    // Quiet stretches (meter without noise): the grid settles between the target and the target plus the band.
+    const quiet = simulate({ deadTimeS: 1, lagS: 0.5, meterDelayS: 0, answerMs: 100, load: kettles, durationS: 150 });
+    for (const { from, to } of kettleStretches(150)) {
+      const end = quiet.trace.filter((p) => p.t >= (to - 3) * 1000 && p.t < to * 1000).map((p) => p.grid);
+      should(Math.min(...end)).be.aboveOrEqual(-10, `grid at the end of ${from}-${to} s`);
+      should(Math.max(...end)).be.belowOrEqual(20, `grid at the end of ${from}-${to} s`);
+    }
   });
 });

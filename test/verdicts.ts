@@ -175,6 +175,9 @@ export const VERDICTS: Verdict[] = [
   { type: 'localbattery-zero-feed-in', field: 'target', value: '0x50', valid: false },
   { type: 'localbattery-zero-feed-in', field: 'deadBand', value: '-1', valid: false },
   { type: 'localbattery-zero-feed-in', field: 'meterTimeout', value: '0', valid: false },
+  // Under two meter intervals (1 s by default): standby and back at every reading.
+  { type: 'localbattery-zero-feed-in', field: 'meterTimeout', value: '1', valid: false },
+  { type: 'localbattery-zero-feed-in', field: 'meterTimeout', value: '2', valid: true },
   { type: 'localbattery-zero-feed-in', field: 'meterTimeout', value: '${METER_TIMEOUT}', env: '10', valid: true },
   // New passwords: 1 to 16 bytes.
   { type: 'localbattery-password', field: 'password', value: 'x', valid: true, credential: true },

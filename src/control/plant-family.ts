@@ -12,7 +12,12 @@
  * its implied load over the readings; a real load step adds the same to every model and cancels out. Models within a
  * tolerance of the best are consistent with what was seen; until setpoints have moved enough (excitation), all are.
  */
-import type { PlantBound } from './regulator';
+/** A plant a regulator is built for: dead time and first-order lag of the battery, delay of the meter (s). */
+export interface PlantBound {
+  deadTimeS: number;
+  lagS: number;
+  meterDelayS: number;
+}
 
 /** One setpoint of the history: in force from when its request left (`startAt`), acknowledged at `ackAt`. */
 export interface Step {

@@ -28,10 +28,17 @@
  * large move starts with a pulse beyond its value, sized so that the battery reaches the value one request later, when
  * the value itself follows at once (ahead of waiting reads). Each consistent model gives its own pulse; the one that
  * goes least far is sent, so no plant the readings allow overshoots (the others arrive later, as without a pulse). At
- * a power limit the pulse lasts several requests. A move at most twice the moves the same way that have not shown yet
- * continues a ramp (a cloud over the PV, seen late by a slow meter): it gets no pulse, which would zig-zag behind it.
- * The dead band is at least three times the meter's noise, so that noise does not move a setpoint that the narrowed
- * models no longer shield.
+ * a power limit the pulse lasts several requests; its follow-up is due by time (tick()), not by the next reading, and a
+ * reading that shows a new load ends it. A pulse goes past its value by at most the move itself. A move at most twice
+ * the moves the same way that have not shown yet continues a ramp (a cloud over the PV, seen late by a slow meter): it
+ * gets no pulse, which would zig-zag behind it. The dead band is widened to three times the meter's noise (to 100 W at
+ * most), so that noise does not move a setpoint that the narrowed models no longer shield; it leans toward import (a
+ * move down at half the band of export, up at a whole band of import).
+ *
+ * Exits: the regulator stands behind a steady setpoint (a pulse's value is none); exit() and a time-out with keep give
+ * that setpoint where a pulse may be in force. One reading whose implied load jumped by more than 2.5 kW is held back
+ * until the next confirms it. A read-back of 6000 short of every model shows a battery that does not follow: the load
+ * is then taken between what it delivers and what the models expect (no wind-up), and the identification skips it.
  *
  * Further rules: one setpoint in flight at a time (the next only after the device acknowledged the previous one,
  * which the shared queue paces); the state is the acknowledged setpoint after every limit, so nothing winds up at a
@@ -41,19 +48,13 @@
  * nothing (keep), as configured.
  */
 import { decimalNumber } from '../numbers';
-import type { NumberRule } from '../editor/inputs';
-import { PlantIdentifier, plantFamily, response, settleMs, type Step } from './plant-family';
+import { PlantIdentifier, plantFamily, response, settleMs, type PlantBound, type Step } from './plant-family';
 
-/** A plant the regulator is built for: dead time and first-order lag of the battery, delay of the meter (s). */
-export interface PlantBound {
-  deadTimeS: number;
-  lagS: number;
-  meterDelayS: number;
-}
+export type { PlantBound };
 
-/** What happens when the meter falls silent, and when the regulator is stopped or turned off. */
+/** What happens when the meter falls silent. */
 export type OnTimeout = 'standby' | 'self-consumption' | 'keep';
-export type OnStop = 'self-consumption' | 'standby' | 'keep';
+export const ON_TIMEOUT: readonly OnTimeout[] = ['standby', 'self-consumption', 'keep'];
 
 export interface RegulatorSettings {
   /** Grid power to hold, W (positive: import). */
@@ -92,36 +93,22 @@ export const PLANT_BOUNDS: { fast: PlantBound; slow: PlantBound } = {
 /** Grid readings beyond this (W, either way) are no house's: a broken meter or a wrong unit. */
 export const MAX_PLAUSIBLE_GRID_W = 50000;
 
-export const REGULATOR_DEFAULTS = {
-  target: 0,
-  deadBand: 20,
-  chargeSoc: 100,
-  dischargeSoc: 10,
-  meterTimeoutS: 10,
-  meterIntervalS: 1,
-  onTimeout: 'standby' as OnTimeout,
-  onStop: 'self-consumption' as OnStop,
-  gridCharge: false,
-} as const;
-
-/** Bounds of the node's number settings (the power and SOC ones come from the control write's points). */
-export const ZERO_FEED_IN_RULES = {
-  target: { min: -10000, max: 10000, unit: 'W' },
-  deadBand: { min: 0, max: 1000, unit: 'W' },
-  meterInterval: { min: 1, max: 3600, unit: 'seconds' },
-  meterTimeout: { min: 1, max: 3600, unit: 'seconds' },
-} as const satisfies Record<string, NumberRule>;
-
-export const METER_SOURCES = ['message', 'device'] as const;
-export type MeterSource = (typeof METER_SOURCES)[number];
-export const ON_TIMEOUT: readonly OnTimeout[] = ['standby', 'self-consumption', 'keep'];
-export const ON_STOP: readonly OnStop[] = ['self-consumption', 'standby', 'keep'];
-
 export type DecisionAction = 'set' | 'hold' | 'standby' | 'self-consumption';
 
 /** Why a decision was taken, for the output message and the status. */
 export type DecisionReason =
-  'start' | 'load' | 'overdrive' | 'dead band' | 'settling' | 'in flight' | 'limit' | 'soc' | 'grid charge' | 'meter timeout' | 'disabled';
+  | 'start'
+  | 'load'
+  | 'overdrive'
+  | 'dead band'
+  | 'settling'
+  | 'in flight'
+  | 'limit'
+  | 'soc'
+  | 'grid charge'
+  | 'meter timeout'
+  | 'disabled'
+  | 'suspect';
 
 export interface Decision {
   action: DecisionAction;
@@ -132,6 +119,13 @@ export interface Decision {
   battery: number | undefined;
   soc: number | undefined;
   reason: DecisionReason;
+  /** The setpoint the regulator stands behind (a pulse's value is not one): what an exit leaves. */
+  steady?: number;
+  /** The dead band in force (W): steady, the grid stays within half of it below the target and all of it above. */
+  deadBand?: number;
+  /** The battery delivers less than its setpoint: `delivered` W (signed like 6000) is what it gives. */
+  limitedBy?: 'battery';
+  delivered?: number;
 }
 
 /** A grid reading from a message payload: a number, numeric text or {meterPower}; undefined for anything else. */
@@ -156,18 +150,33 @@ const MIN_PULSE_W = 150;
 const PULSE_DEAD_BANDS = 4;
 /** A move up to this many times the moves the same way still showing continues a ramp. */
 const RAMP_RATIO = 2;
-/** The dead band is at least this many times the meter's noise (the mean change between readings). */
+/** The dead band is at least this many times the meter's noise (the mean change between readings)... */
 const NOISE_BANDS = 3;
+/** ...but the noise widens it to this much at most (W): real small loads are no noise. */
+const NOISE_BAND_CAP_W = 100;
+/** A reading whose implied load jumped by more than this (W) waits for the next one to confirm it. */
+export const SUSPECT_JUMP_W = 2500;
+/** A read-back (6000) this far (W, or this share of the setpoint) short of every model: the battery does not follow. */
+const SHORT_W = 100;
+const SHORT_SHARE = 0.1;
+/** What the battery was seen to deliver counts this long (ms); the caller reads it again well before. */
+const DELIVERED_KEPT_MS = 15000;
+
+type Pending = { value: number; decidedAt: number; startAt?: number; steady: boolean };
 
 export class Regulator {
   /** The acknowledged setpoint; undefined when not known (at start, after a hand-back). */
   private acknowledged: number | undefined;
+  /** The last acknowledged setpoint that was no pulse's value: what an exit leaves unless a pulse is heading on. */
+  private stands: number | undefined;
   /** A setpoint decided and not yet acknowledged; `startAt` once its request left. */
-  private pending: { value: number; decidedAt: number; startAt?: number } | undefined;
+  private pending: Pending | undefined;
   private history: Step[] = [];
   /** Battery power before the first step of the history. */
   private base = 0;
   private readback: { power: number; at: number } | undefined;
+  /** The battery delivers only this (read back, short of every model): it is steered from there. */
+  private delivered: { power: number; at: number } | undefined;
   private socValue: { value: number; at: number } | undefined;
   private lastReading = -Infinity;
   private timedOut = false;
@@ -175,8 +184,11 @@ export class Regulator {
   private readonly identifier: PlantIdentifier;
   /** Readings taken while a setpoint was in flight: they count for the identification once it is settled. */
   private unsettled: { grid: number; at: number }[] = [];
-  /** An overdrive under way towards `final`; `direction` +1 (up) or -1. */
-  private pulse: { final: number; direction: number; failed?: boolean } | undefined;
+  /** The implied load of the last reading taken, and a reading held back because it jumped far from it. */
+  private lastLoad: [number, number] | undefined;
+  private suspect: { grid: number; at: number; load: [number, number] } | undefined;
+  /** An overdrive under way towards `final`; `direction` +1 (up) or -1; it goes past `final` by `bound` W at most. */
+  private pulse: { final: number; direction: number; bound: number; failed?: boolean } | undefined;
   /** Gaps (ms) seen between a setpoint's request and the next one's, when the next was sent at once. */
   private slots: number[] = [];
   private followingUp = false;
@@ -213,12 +225,33 @@ export class Regulator {
     return this.acknowledged;
   }
 
+  /** The setpoint the regulator stands behind: a pulse's final value, or the last steady one. */
+  get steady(): number | undefined {
+    if (this.pulse) return this.pulse.final;
+    return this.pending?.steady ? this.pending.value : this.stands;
+  }
+
+  /** Whether this regulator has sent a setpoint since its start or the last hand-back. */
+  get steering(): boolean {
+    return this.acknowledged !== undefined || this.pending !== undefined;
+  }
+
   get inFlight(): boolean {
     return this.pending !== undefined;
   }
 
+  /** A setpoint in flight or an overdrive under way: the device's slots are this regulator's. */
+  get moving(): boolean {
+    return this.pending !== undefined || this.pulse !== undefined;
+  }
+
   get soc(): number | undefined {
     return this.socValue?.value;
+  }
+
+  /** What the battery delivers where it falls short of the setpoint (W, signed like 6000); undefined while it follows. */
+  get shortfall(): number | undefined {
+    return this.delivered?.power;
   }
 
   /** The plants still consistent with what the meter showed: their range of delays and lags (s). */
@@ -228,14 +261,36 @@ export class Regulator {
     return { delayS: span(models.map((m) => m.delayMs)), lagS: span(models.map((m) => m.lagMs)) };
   }
 
-  /** Turns the loop on or off; off, readings are ignored (the caller hands back as configured). */
+  /**
+   * The dead band in force: the one set, widened to three times the meter's noise, but by the noise to 100 W at most.
+   * It leans toward import: steady, the grid is between half of it below the target and all of it above.
+   */
+  get deadBand(): number {
+    const set = this.settings.deadBand;
+    return Math.max(set, Math.min(NOISE_BANDS * this.identifier.noiseW, NOISE_BAND_CAP_W));
+  }
+
+  /** Turns the loop on or off; off, readings are ignored (the caller hands back as configured, see exit()). */
   enable(on: boolean, now: number): void {
     if (on && !this.on) {
       this.lastReading = now;
       this.timedOut = false;
+      this.pulse = undefined;
     }
-    if (!on) this.pulse = undefined;
     this.on = on;
+  }
+
+  /**
+   * An exit that keeps the battery as it is (disable, close or time-out with *keep*): where a pulse may be in force,
+   * the setpoint it was heading to, to send; undefined when the battery already has a steady one.
+   */
+  exit(now: number, reason: DecisionReason = 'disabled'): Decision | undefined {
+    const steady = this.steady;
+    const atPulse = this.pulse !== undefined || (this.pending ? !this.pending.steady : this.acknowledged !== this.stands);
+    this.pulse = undefined;
+    if (!atPulse || steady === undefined) return undefined;
+    this.pending = { value: steady, decidedAt: now, steady: true };
+    return { action: 'set', setpoint: steady, steady, grid: undefined, battery: undefined, soc: this.soc, reason };
   }
 
   /** The SOC (%) read from the device or a message. */
@@ -243,15 +298,56 @@ export class Regulator {
     if (typeof value === 'number' && Number.isFinite(value) && value >= 0 && value <= 100) this.socValue = { value, at: now };
   }
 
-  /** Battery power (6000) read on its own: it replaces the models once they have settled. */
-  observeBattery(power: unknown, now: number): void {
+  /**
+   * Battery power (6000, positive discharging) read on its own. It replaces the models once they have settled; short
+   * of what every model says the battery gives by now, it shows a battery that does not follow (derating, a SOC stop,
+   * a smaller unit): the regulator then steers from what is delivered, and the identification leaves it out.
+   */
+  observeBattery(power: unknown, now: number, askedAt = now): void {
     if (typeof power !== 'number' || !Number.isFinite(power)) return;
     this.readback = { power, at: now };
     // Not steering (start, after a hand-back): the battery's power is all that is known.
     if (this.acknowledged === undefined && !this.pending) {
       this.base = power;
       this.history = [];
+      return;
     }
+    const short = this.fallsShort(power, askedAt, now);
+    if (short !== (this.delivered !== undefined)) this.identifier.interrupt();
+    this.delivered = short ? { power, at: now } : undefined;
+  }
+
+  /**
+   * Whether a battery power given with a reading (msg.payload.batteryPower: W, positive discharging like 6000) can be
+   * this battery's: between standstill and what the models allow, with a margin. A value of the other sign (a meter
+   * that counts charging as positive) or far beyond the setpoint is not, and would make every step twice too big.
+   */
+  plausibleBattery(power: number, now: number): boolean {
+    if (!this.steering) return true;
+    const [low, high] = this.modelInterval(now);
+    const [lowLater, highLater] = this.modelInterval(now + this.settings.slow.meterDelayS * 1000);
+    const margin = Math.max(SHORT_W, SHORT_SHARE * Math.max(Math.abs(low), Math.abs(high)));
+    return power >= Math.min(0, low, lowLater) - margin && power <= Math.max(0, high, highLater) + margin;
+  }
+
+  /**
+   * Whether `power` (asked for at `askedAt`, answered at `now`) is short of what every model says the battery gives
+   * then, in the setpoint's way.
+   */
+  private fallsShort(power: number, askedAt: number, now: number): boolean {
+    const setpoint = this.acknowledged;
+    if (setpoint === undefined || setpoint === 0) return false;
+    // During a transient, short of every battery the regulator is built for (one a little off the identified models is
+    // no shortfall); once those have the battery there, short of them.
+    const last = this.history.at(-1);
+    const settled = !last || askedAt >= last.ackAt + Math.max(...this.identifier.consistent().map(settleMs));
+    const models = settled ? this.identifier.consistent() : this.identifier.models;
+    const direction = Math.sign(setpoint);
+    // 6000 was taken between the ask and the answer; the models show it as the meter will, up to its delay later.
+    const [low, high] = this.modelInterval(askedAt, models);
+    const [lowLater, highLater] = this.modelInterval(now + this.settings.slow.meterDelayS * 1000, models);
+    const least = Math.min(...[low, high, lowLater, highLater].map((p) => p * direction));
+    return direction * power < least - Math.max(SHORT_W, SHORT_SHARE * Math.abs(setpoint));
   }
 
   /** The request of the setpoint in flight left at `now` (the device may carry it out from then on). */
@@ -275,11 +371,15 @@ export class Regulator {
     startAt = this.pending?.value === value ? (this.pending.startAt ?? this.pending.decidedAt) : now,
   ): void {
     const before = this.history.at(-1)?.value ?? this.base;
-    // Another writer's setpoint is the last command: a pulse of this regulator ends there.
-    if (this.pending?.value !== value) this.pulse = undefined;
+    const own = this.pending?.value === value;
+    // Another writer's setpoint is the last command: a pulse of this regulator ends there, and it is what stands.
+    if (!own) this.pulse = undefined;
+    if (!own || this.pending!.steady) this.stands = value;
     this.lastAckAt = now;
     this.pending = undefined;
     this.acknowledged = value;
+    // A setpoint within what the battery delivered can be followed: the shortfall no longer holds.
+    if (this.delivered && value * Math.sign(this.delivered.power) <= Math.abs(this.delivered.power)) this.delivered = undefined;
     // The same setpoint again (a repeat the device already has) changes nothing the models follow.
     if (this.history.length > 0 && value === before) return;
     this.identifier.moved(value - before, now);
@@ -304,11 +404,15 @@ export class Regulator {
   handedBack(): void {
     this.pending = undefined;
     this.acknowledged = undefined;
+    this.stands = undefined;
     this.history = [];
     this.readback = undefined;
+    this.delivered = undefined;
     this.base = 0;
     this.pulse = undefined;
     this.unsettled = [];
+    this.lastLoad = undefined;
+    this.suspect = undefined;
     this.identifier.interrupt();
   }
 
@@ -319,77 +423,138 @@ export class Regulator {
   meter(grid: number, now: number, battery?: number): Decision {
     this.lastReading = now;
     this.timedOut = false;
+    const [low, high] = this.batteryNow(now, battery);
+    const decision = this.decider(grid, (low + high) / 2);
+    if (!this.on) return decision('hold', 'disabled');
+    if (this.screen(grid, now, [grid + low, grid + high])) return decision('hold', 'suspect');
     this.identify(grid, now);
-    const settings = { ...this.settings, deadBand: this.deadBand };
-    const measured = typeof battery === 'number' && Number.isFinite(battery);
-    const [low, high] = measured ? [battery, battery] : this.batteryInterval(now);
-    const estimate = (low + high) / 2;
-    const decision = (action: DecisionAction, reason: DecisionReason, setpoint = this.acknowledged): Decision => ({
+    if (this.pending) return decision('hold', 'in flight');
+    const want = this.wanted(grid, low, high);
+    if (this.pulse) {
+      // A held pulse ends when the reading shows a new load; otherwise its follow-up is due by time.
+      if (!this.beyondBand(want, this.pulse.final)) {
+        const next = this.followUp(now);
+        return next ? { ...next, grid, battery: decision('hold', 'settling').battery } : decision('hold', 'settling');
+      }
+      // The device holds the pulse: the next setpoint moves from there.
+      this.pulse = undefined;
+      return this.move(want, this.acknowledged, now, decision);
+    }
+    return this.move(want, this.acknowledged, now, decision);
+  }
+
+  /** Builds this reading's decisions. */
+  private decider(grid: number, battery: number) {
+    return (action: DecisionAction, reason: DecisionReason, setpoint = this.acknowledged): Decision => ({
       action,
       setpoint,
+      steady: this.steady,
       grid,
-      battery: Math.round(estimate),
+      battery: Math.round(battery),
       soc: this.soc,
       reason,
+      deadBand: Math.round(this.deadBand),
+      ...(this.delivered ? { limitedBy: 'battery' as const, delivered: this.delivered.power } : {}),
     });
-    if (!this.on) return decision('hold', 'disabled');
-    if (this.pending) return decision('hold', 'in flight');
-    if (this.pulse) {
-      const next = this.followUp(now);
-      return next ? { ...next, grid, battery: Math.round(estimate) } : decision('hold', 'settling');
-    }
+  }
 
-    const current = this.acknowledged;
-    let wantLow = grid + low - settings.target;
-    let wantHigh = grid + high - settings.target;
-    let reason: DecisionReason = current === undefined ? 'start' : 'load';
-    if (!settings.gridCharge) {
+  /**
+   * One bad reading moves nothing: a reading whose implied load (the interval the models allow) lies more than
+   * SUSPECT_JUMP_W from the last one's is held back (true); the battery's own move, which the models follow, is no
+   * jump. The next reading confirms it (it stays nearer the jump than the load before: both are taken, the step
+   * followed one reading late) or drops it.
+   */
+  private screen(grid: number, now: number, load: [number, number]): boolean {
+    const apart = (a: [number, number], b: [number, number]) => Math.max(0, a[0] - b[1], b[0] - a[1]);
+    const suspect = this.suspect;
+    this.suspect = undefined;
+    if (suspect) {
+      if (apart(load, suspect.load) < apart(load, this.lastLoad!)) this.identify(suspect.grid, suspect.at);
+    } else if (this.lastLoad !== undefined && apart(load, this.lastLoad) > SUSPECT_JUMP_W) {
+      this.suspect = { grid, at: now, load };
+      return true;
+    }
+    this.lastLoad = load;
+    return false;
+  }
+
+  /** The setpoints the estimated load asks for, [low, high], within the grid-charging floor. */
+  private wanted(grid: number, low: number, high: number): { low: number; high: number; floored: boolean } {
+    const { target, gridCharge } = this.settings;
+    let wantLow = grid + low - target;
+    let wantHigh = grid + high - target;
+    let floored = false;
+    if (!gridCharge) {
       // Charging only by what the house would export: never below min(0, load), edge by edge, so that a charge
       // grows only by what the upper estimate of the load allows.
       const floorLow = Math.min(0, grid + low);
       const floorHigh = Math.min(0, grid + high);
-      if (wantHigh < floorHigh) reason = 'grid charge';
+      floored = wantHigh < floorHigh;
       wantLow = Math.max(wantLow, floorLow);
       wantHigh = Math.max(wantHigh, floorHigh);
     }
-    let wanted: number;
-    if (current === undefined) wanted = (wantLow + wantHigh) / 2;
-    else if (wantLow > current + settings.deadBand) wanted = wantLow;
-    else if (wantHigh < current - settings.deadBand) wanted = wantHigh;
-    else {
-      // The readings may have shown the battery slower than the fastest plant of the start: then a pulse speeds it on.
-      const last = this.history.at(-1);
-      const ramp = last !== undefined && this.continuesRamp(current - this.valueBefore(1), last.startAt, 1);
-      const boost = this.boosted || ramp ? undefined : this.overdrive(current, now);
-      if (boost !== undefined) {
-        this.boosted = true;
-        this.followingUp = false;
-        this.pending = { value: boost, decidedAt: now };
-        return decision('set', 'overdrive', boost);
-      }
-      return decision('hold', wantHigh - wantLow > 2 * settings.deadBand ? 'settling' : 'dead band');
-    }
+    return { low: wantLow, high: wantHigh, floored };
+  }
+
+  /**
+   * The setpoints that hold at `current`: the band leans toward import, a move down (export) comes at half the band,
+   * a move up (import) at the whole band. So a steady grid lies in [target - band/2, target + band].
+   */
+  private band(current: number): [number, number] {
+    return [current - this.deadBand / 2, current + this.deadBand];
+  }
+
+  /** Whether the whole interval of wanted setpoints lies outside the dead band around `current`. */
+  private beyondBand(want: { low: number; high: number }, current: number): boolean {
+    const [below, above] = this.band(current);
+    return want.low > above || want.high < below;
+  }
+
+  /** The decision on a reading with no pulse under way: a move (plain or with a pulse) when the load asks for it. */
+  private move(
+    want: { low: number; high: number; floored: boolean },
+    current: number | undefined,
+    now: number,
+    decision: ReturnType<Regulator['decider']>,
+  ): Decision {
+    let reason: DecisionReason = current === undefined ? 'start' : want.floored ? 'grid charge' : 'load';
+    if (current !== undefined && !this.beyondBand(want, current)) return this.boost(current, now, want, decision);
+    const wanted = current === undefined ? (want.low + want.high) / 2 : want.low > current ? want.low : want.high;
 
     const limited = this.limit(wanted);
     if (limited.reason) reason = limited.reason;
     const next = limited.value;
-    if (current !== undefined && (next === current || Math.abs(next - current) <= settings.deadBand)) return decision('hold', reason);
+    if (current !== undefined && next >= this.band(current)[0] && next <= this.band(current)[1]) return decision('hold', reason);
     this.followingUp = false;
     // A stop at a SOC limit needs no haste; a ramp is followed step by step.
-    const plain = current === undefined || reason === 'soc' || this.continuesRamp(next - current, now);
+    const plain = current === undefined || reason === 'soc' || this.delivered !== undefined || this.continuesRamp(next - current, now);
     const overdrive = plain ? undefined : this.overdrive(next, now);
     this.boosted = overdrive !== undefined;
     if (overdrive !== undefined) {
-      this.pending = { value: overdrive, decidedAt: now };
+      this.pending = { value: overdrive, decidedAt: now, steady: false };
       return decision('set', 'overdrive', overdrive);
     }
-    this.pending = { value: next, decidedAt: now };
+    this.pending = { value: next, decidedAt: now, steady: true };
     return decision('set', reason, next);
+  }
+
+  /** Inside the dead band: the readings may have shown the battery slower than the fastest plant of the start, then a pulse speeds it on. */
+  private boost(current: number, now: number, want: { low: number; high: number }, decision: ReturnType<Regulator['decider']>): Decision {
+    const last = this.history.at(-1);
+    const ramp = last !== undefined && this.continuesRamp(current - this.valueBefore(1), last.startAt, 1);
+    const boost = this.boosted || ramp || this.delivered ? undefined : this.overdrive(current, now);
+    if (boost !== undefined) {
+      this.boosted = true;
+      this.followingUp = false;
+      this.pending = { value: boost, decidedAt: now, steady: false };
+      return decision('set', 'overdrive', boost);
+    }
+    return decision('hold', want.high - want.low > 2 * this.deadBand ? 'settling' : 'dead band');
   }
 
   /**
    * While an overdrive is under way: the next setpoint, to be sent at once (the caller asks right after each
-   * acknowledgement, or after a failure); undefined when none is due.
+   * acknowledgement, after a failure, and tick() asks as time passes); undefined when none is due.
    */
   followUp(now: number): Decision | undefined {
     const pulse = this.pulse;
@@ -401,35 +566,54 @@ export class Regulator {
     }
     const slot = this.slotMs();
     const step = this.pulseStep(pulse.final, pulse.direction, Math.max(now, last.startAt + slot), slot);
-    let { value, reason = 'overdrive' } = this.limit(step.value);
-    // Held at a limit: nothing to send now; the next reading looks again.
+    let { value, reason = 'overdrive' } = this.limit(this.bounded(step.value, pulse));
+    let steady = false;
+    // Held at a limit: nothing to send now; tick() looks again as time passes.
     if (value === this.acknowledged && !pulse.failed && !step.reached) return undefined;
     // Close enough, or some plant the readings allow is there already: the pulse ends on its value.
     if (pulse.failed || step.reached || (value - pulse.final) * pulse.direction <= this.deadBand) {
       ({ value, reason = 'load' } = this.limit(pulse.final));
       this.pulse = undefined;
+      steady = true;
     }
-    this.pending = { value, decidedAt: now };
+    this.pending = { value, decidedAt: now, steady };
     // Its gap from the setpoint before shows the queue's pace only when it was asked for as that one was acknowledged.
     this.followingUp = now - this.lastAckAt <= AT_ONCE_MS;
-    return { action: 'set', setpoint: value, grid: undefined, battery: Math.round(step.power), soc: this.soc, reason };
+    const battery = Math.round(step.power);
+    return {
+      action: 'set',
+      setpoint: value,
+      steady: this.steady,
+      grid: undefined,
+      battery,
+      soc: this.soc,
+      reason,
+      deadBand: Math.round(this.deadBand),
+    };
+  }
+
+  /** A pulse's value within its bound: at most `bound` W past its final value. */
+  private bounded(value: number, pulse: { final: number; direction: number; bound: number }): number {
+    return (value - pulse.final) * pulse.direction > pulse.bound ? pulse.final + pulse.direction * pulse.bound : value;
   }
 
   /**
-   * Every reading ought to come within the time-out: returns the configured action once when it has not, while the
-   * regulator steers (a meter that never spoke since the start or a hand-back leaves the battery alone).
+   * As time passes: a pulse's follow-up when due, and every reading ought to come within the time-out; then the
+   * configured action once, while the regulator steers (a meter that never spoke since the start or a hand-back leaves
+   * the battery alone). With *keep*, a pulse in force gives way to the setpoint it was heading to.
    */
   tick(now: number): Decision | undefined {
+    if (!this.on) return undefined;
     const { meterTimeoutMs, onTimeout } = this.settings;
-    const steering = this.acknowledged !== undefined || this.pending !== undefined;
-    if (!this.on || !steering || this.timedOut || now - this.lastReading <= meterTimeoutMs) return undefined;
+    if (this.timedOut || now - this.lastReading <= meterTimeoutMs || !this.steering) return this.followUp(now);
     this.timedOut = true;
+    if (onTimeout === 'keep') return this.exit(now, 'meter timeout');
     this.pulse = undefined;
-    if (onTimeout === 'keep') return undefined;
     const action: DecisionAction = onTimeout === 'standby' ? 'standby' : 'self-consumption';
     return {
       action,
       setpoint: onTimeout === 'standby' ? 0 : undefined,
+      steady: onTimeout === 'standby' ? 0 : undefined,
       grid: undefined,
       battery: undefined,
       soc: this.soc,
@@ -439,17 +623,20 @@ export class Regulator {
 
   /**
    * A move to `next` of a battery that lags: a setpoint beyond it, so that the battery gets there by the time the
-   * following setpoint can act (one slot later); undefined for a small move or where a pulse would gain little.
+   * following setpoint can act (one slot later); undefined for a small move or where a pulse would gain little. The
+   * pulse goes past `next` by at most the move itself (the battery's distance from `next`): at most twice the step.
    */
   private overdrive(next: number, now: number): number | undefined {
     const deadBand = this.deadBand;
     const [low, high] = this.batteryInterval(now);
     const direction = Math.sign(next - (low + high) / 2);
-    if (Math.min(Math.abs(next - low), Math.abs(next - high)) < Math.max(MIN_PULSE_W, PULSE_DEAD_BANDS * deadBand)) return undefined;
+    const distance = Math.min(Math.abs(next - low), Math.abs(next - high));
+    if (distance < Math.max(MIN_PULSE_W, PULSE_DEAD_BANDS * deadBand)) return undefined;
     const step = this.pulseStep(next, direction, now, this.slotMs());
-    const value = this.limit(step.value).value;
+    const pulse = { final: next, direction, bound: distance };
+    const value = this.limit(this.bounded(step.value, pulse)).value;
     if (step.reached || (value - next) * direction <= deadBand) return undefined;
-    this.pulse = { final: next, direction };
+    this.pulse = pulse;
     return value;
   }
 
@@ -497,11 +684,6 @@ export class Regulator {
     return move !== 0 && RAMP_RATIO * showing >= Math.abs(move);
   }
 
-  /** The dead band in force: the one set, or three times the meter's noise where that is more (a move must be no noise). */
-  private get deadBand(): number {
-    return Math.max(this.settings.deadBand, NOISE_BANDS * this.identifier.noiseW);
-  }
-
   /** The longest gap seen from one setpoint's request to the next one's when sent at once. */
   private slotMs(): number {
     return this.slots.length ? Math.max(...this.slots) : (this.settings.requestIntervalMs ?? 1000) + SLOT_MARGIN_MS;
@@ -509,6 +691,8 @@ export class Regulator {
 
   /** Feeds the identification: readings wait until no setpoint of theirs is in flight. */
   private identify(grid: number, now: number): void {
+    // A battery that does not follow would teach the models a wrong one.
+    if (this.delivered) return;
     this.unsettled.push({ grid, at: now });
     if (this.pending) return;
     for (const reading of this.unsettled) this.identifier.observe(reading.grid, reading.at, this.history, this.base);
@@ -534,6 +718,17 @@ export class Regulator {
     return { value, reason };
   }
 
+  /** The battery's power for a reading: read with it, or what it was seen to deliver, or the models' interval. */
+  private batteryNow(now: number, measured?: number): [number, number] {
+    if (typeof measured === 'number' && Number.isFinite(measured)) return [measured, measured];
+    if (this.delivered && now - this.delivered.at > DELIVERED_KEPT_MS) this.delivered = undefined;
+    const [low, high] = this.delivered ? this.modelInterval(now) : this.batteryInterval(now);
+    // Short of the setpoint: the load lies between what is delivered and what the models expect, and the regulator
+    // moves only where the whole interval says so (no wind-up; no jump down when the cap lifts).
+    if (this.delivered) return [Math.min(low, this.delivered.power), Math.max(high, this.delivered.power)];
+    return [low, high];
+  }
+
   /** The battery's power as the meter shows it now: the range over every plant consistent with the readings. */
   private batteryInterval(now: number): [number, number] {
     const models = this.identifier.consistent();
@@ -541,10 +736,15 @@ export class Regulator {
     const last = this.history.at(-1);
     const settledAt = last ? last.ackAt + Math.max(...models.map(settleMs)) : -Infinity;
     if (this.readback && this.readback.at >= settledAt && !this.pending) return [this.readback.power, this.readback.power];
+    return this.modelInterval(now);
+  }
+
+  /** The range of the battery's power as the meter shows it at `at`, over every plant consistent with the readings. */
+  private modelInterval(at: number, models = this.identifier.consistent()): [number, number] {
     let low = Infinity;
     let high = -Infinity;
     for (const model of models) {
-      const power = response(model, this.history, this.base, now);
+      const power = response(model, this.history, this.base, at);
       low = Math.min(low, power);
       high = Math.max(high, power);
     }

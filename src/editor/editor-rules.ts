@@ -93,6 +93,12 @@ export function zeroFeedInProblems(settings: ZeroFeedInInput, limits: PowerLimit
     const verdict = problem(() => zeroFeedInSettings({ [name]: value }, limits));
     if (verdict !== null) problems[name] = verdict;
   }
+  // The time-out against the meter interval: the pair, where each alone is fine.
+  const { meterInterval, meterTimeout } = known(settings);
+  if (meterInterval !== undefined && meterTimeout !== undefined && !problems.meterInterval && !problems.meterTimeout) {
+    const verdict = problem(() => zeroFeedInSettings({ meterInterval, meterTimeout }, limits));
+    if (verdict !== null) problems.meterTimeout = verdict;
+  }
   return problems;
 }
 

@@ -9,17 +9,8 @@ import { DECIMAL, decimalNumber } from '../numbers';
 import { MAX_PASSWORD_BYTES, MIN_INTERVAL_FLOOR_MS, NAMESPACE_PATTERN, NUMBER_DEFAULTS, checkHost, checkNamespace } from '../device/rules';
 import { CONTROL_DEFAULTS, CONTROL_LIMITS, MAX_CONTROL_SECONDS } from '../control/control';
 import { POWER_LIMIT, catalogueJson, resolveReadAddresses, validatePowerLimit, type PowerLimits } from '../points/catalogue';
-import {
-  METER_SOURCES,
-  ON_STOP,
-  ON_TIMEOUT,
-  PLANT_BOUNDS,
-  REGULATOR_DEFAULTS,
-  ZERO_FEED_IN_RULES,
-  type MeterSource,
-  type OnStop,
-  type RegulatorSettings,
-} from '../control/regulator';
+import { ON_TIMEOUT, PLANT_BOUNDS, type OnTimeout, type RegulatorSettings } from '../control/regulator';
+import { METER_SOURCES, ON_STOP, type OnStop, type ZeroFeedInConfig } from '../control/zero-feed-in';
 
 /**
  * The variable's name when `value` is a whole `${NAME}` (or the older `$(NAME)`), exactly as Node-RED matches it in
@@ -273,6 +264,27 @@ export function settingRulesJson() {
   };
 }
 
+/** The zero feed-in node's defaults. */
+export const REGULATOR_DEFAULTS = {
+  target: 0,
+  deadBand: 20,
+  chargeSoc: 100,
+  dischargeSoc: 10,
+  meterTimeoutS: 10,
+  meterIntervalS: 1,
+  onTimeout: 'standby' as OnTimeout,
+  onStop: 'self-consumption' as OnStop,
+  gridCharge: false,
+} as const;
+
+/** Bounds of the zero feed-in node's number settings (the power and SOC ones come from the control write's points). */
+export const ZERO_FEED_IN_RULES = {
+  target: { min: -10000, max: 10000, unit: 'W' },
+  deadBand: { min: 0, max: 1000, unit: 'W' },
+  meterInterval: { min: 1, max: 3600, unit: 'seconds' },
+  meterTimeout: { min: 1, max: 3600, unit: 'seconds' },
+} as const satisfies Record<string, NumberRule>;
+
 /** A zero feed-in node's settings as Node-RED stores them (text or numbers; empty is the default). */
 export interface ZeroFeedInInput {
   meterSource?: unknown;
@@ -289,12 +301,7 @@ export interface ZeroFeedInInput {
   onStop?: unknown;
 }
 
-export interface ZeroFeedInSettings {
-  regulator: RegulatorSettings;
-  meterSource: MeterSource;
-  meterIntervalMs: number;
-  onStop: OnStop;
-}
+export type ZeroFeedInSettings = ZeroFeedInConfig;
 
 /**
  * A zero feed-in node's settings, checked at deploy with the rules the editor gets; the maximum powers within the
@@ -326,10 +333,19 @@ export function zeroFeedInSettings(input: ZeroFeedInInput, limits: PowerLimits):
     minPower: power.min,
     ...PLANT_BOUNDS,
   };
+  const meterIntervalMs = number(input.meterInterval, d.meterIntervalS, 'meter interval', z.meterInterval) * 1000;
+  // A time-out within one or two intervals would stand by and come back at every reading.
+  if (regulator.meterTimeoutMs < 2 * meterIntervalMs) {
+    throw new ValidationError(
+      'meter time-out',
+      input.meterTimeout ?? d.meterTimeoutS,
+      `at least two meter intervals (${(2 * meterIntervalMs) / 1000} s or more)`,
+    );
+  }
   return {
     regulator,
     meterSource: choice(input.meterSource, 'message', 'meter source', METER_SOURCES),
-    meterIntervalMs: number(input.meterInterval, d.meterIntervalS, 'meter interval', z.meterInterval) * 1000,
+    meterIntervalMs,
     onStop: choice(input.onStop, d.onStop, 'on stop', ON_STOP),
   };
 }

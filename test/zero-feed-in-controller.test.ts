@@ -1,0 +1,65 @@
+/** The zero feed-in controller (src/control/zero-feed-in.ts) without Node-RED, against the simulator. */
+import should from 'should';
+import { DeviceClient } from '../src/device/client';
+import { ZeroFeedInController } from '../src/control/zero-feed-in';
+import type { Decision } from '../src/control/regulator';
+import { REAL_TIME } from '../src/points/catalogue';
+import { deviceLimits, zeroFeedInSettings } from '../src/editor/inputs';
+import type { DeviceSimulator } from '../src/simulator';
+import { PASSWORD, startSimulator } from './support';
+import { until } from './node-support';
+
+describe('zero feed-in controller (src/control/zero-feed-in.ts) against the simulator', function () {
+  this.timeout(45000);
+  let simulator: DeviceSimulator;
+  let client: DeviceClient;
+  let controller: ZeroFeedInController | undefined;
+  let feeding: NodeJS.Timeout | undefined;
+
+  afterEach(async () => {
+    clearInterval(feeding);
+    await controller?.close();
+    controller = undefined;
+    client?.close();
+    await simulator?.stop();
+  });
+
+  function start(settings: Record<string, unknown> = {}) {
+    client = new DeviceClient({ host: '127.0.0.1', port: simulator.port, password: PASSWORD, timeoutMs: 3000 });
+    const decisions: Decision[] = [];
+    const config = zeroFeedInSettings(settings, deviceLimits({}));
+    controller = new ZeroFeedInController(client.session(), config, {
+      decision: (decision) => decisions.push(decision),
+      changed: () => undefined,
+      failure: () => undefined,
+      implausibleBattery: () => undefined,
+    });
+    controller.start();
+    return { controller, decisions };
+  }
+
+  it('while it steers, reads battery power (6000) every 3 s through the queue, never under the interval', async () => {
+    simulator = await startSimulator({ workingMode: 5 });
+    const { controller } = start({ onStop: 'keep' });
+    feeding = setInterval(() => controller.reading(simulator.meterPower), 500);
+    await until(() => simulator.workingMode === REAL_TIME.mode && controller.regulator.steering, 10000, 'steering');
+    const reads = simulator.stats.byOperation['Vendor.GetData'] ?? 0;
+    await until(() => (simulator.stats.byOperation['Vendor.GetData'] ?? 0) >= reads + 2, 25000, 'two reads of 6000');
+    should(simulator.stats.violations).be.empty();
+  });
+
+  it('closing with keep while nothing was steered writes nothing; after steering it leaves a steady setpoint', async () => {
+    simulator = await startSimulator({ workingMode: 5 });
+    const first = start({ onStop: 'keep' });
+    await first.controller.close();
+    controller = undefined;
+    client.close();
+    should(simulator.stats.byOperation['Vendor.SetData'] ?? 0).equal(0);
+    const second = start({ onStop: 'keep' });
+    second.controller.reading(600);
+    await until(() => second.controller.regulator.setpoint !== undefined, 10000, 'a setpoint');
+    await second.controller.close();
+    controller = undefined;
+    should(second.controller.regulator.setpoint).equal(second.controller.regulator.steady);
+  });
+});
