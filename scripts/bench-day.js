@@ -5,7 +5,7 @@
 // to 20:00 with passing clouds. The battery: 2 kWh, starting at 30 % SOC, dead time 1 s, lag 1.5 s; the node's
 // settings with 1200 W charge and 800 W discharge, SOC 10 to 100 %, no grid charging; so it reaches both SOC limits
 // and both power limits. The loop runs as the node runs it with the meter by message: a reading every second, battery
-// power and SOC read every 30 s; every request (write or read) takes the device's 1 s pace, one at a time, and is
+// power and SOC read every 30 s (every 3 s while it steers), its clock looked at every step (0.2 s); every request (write or read) takes the device's 1 s pace, one at a time, and is
 // answered 0.4 s after it left, when the regulator learns it was acknowledged (it learns when it left at once).
 //
 // Against (a) an oracle with the same information (the readings of the same meter, once a second; the plant and its
@@ -32,6 +32,8 @@ const DT = 0.2;
 const ANSWER_S = 0.4;
 const PACE_S = 1;
 const STATE_READ_S = 30;
+/** While it steers, the node reads battery power this often (STEERING_READ_MS of src/control/zero-feed-in.ts). */
+const STEERING_READ_S = 3;
 const DEAD_TIME_S = 1;
 const LAG_S = 1.5;
 const MAX_CHARGE = 1200;
@@ -112,10 +114,11 @@ function regulatorLoop(sim) {
   return Object.assign(loop, {
     second(now) {
       act(regulator.meter(sim.meterPower, ms(now)));
-      act(regulator.tick(ms(now)));
-      if (Math.round(now) % STATE_READ_S === 0) queue.push({ kind: 'read' });
+      const every = loop.setpoint ? STEERING_READ_S : STATE_READ_S;
+      if (Math.round(now) % every === 0 && !queue.some((request) => request.kind === 'read')) queue.push({ kind: 'read' });
     },
     step(now) {
+      act(regulator.tick(ms(now)), true);
       if (answer && now + 1e-9 >= answer.at) {
         const done = answer;
         answer = undefined;
