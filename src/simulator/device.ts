@@ -64,7 +64,7 @@ export const round = (value: number, decimals = 0) => {
   return Math.round(value * factor) / factor;
 };
 
-export interface DeviceModelOptions {
+export interface DeviceModelOptions extends PlantOptions {
   model: ModelClass;
   unsupported: readonly number[];
   serialNumber: string;
@@ -72,15 +72,29 @@ export interface DeviceModelOptions {
   blankIdentity: boolean;
   firmware: string;
   timeScale: number;
+}
+
+/** How the simulated battery and its house behave (SimulatorOptions takes them as they are). */
+export interface PlantOptions {
+  /** Working mode at start (1, 4 or 5), default 1: 5 leaves the battery idle, so the meter shows the whole house. */
   workingMode?: number;
+  /** The house behind the meter; default: a smooth load of 330-540 W and PV of 140-380 W. */
   house?: HouseScenario;
+  /** Simulated seconds before the battery starts to follow a new setpoint (or, in self-consumption, the load). */
   deadTimeS?: number;
+  /** Time constant of the battery's first-order lag towards its setpoint, simulated s (0: at once). */
   lagS?: number;
+  /** The meter's reading (11016, 21028) is the true grid power this many simulated seconds ago. */
   meterDelayS?: number;
+  /** The device's meter (11016, 21028) takes a new reading only every this many simulated seconds (0: always new). */
   meterRefreshS?: number;
+  /** Windows in which the battery delivers at most maxW, whatever its setpoint. */
   derating?: readonly Derating[];
+  /** The battery's capacity (default: the model class's rated capacity). */
   capacityKwh?: number;
+  /** SOC at start, % (default 50). */
   initialSoc?: number;
+  /** A grid meter outside the device, for a bench to deliver by message (takeMeterReadings). */
   meterFeed?: MeterFeedOptions;
 }
 

@@ -5,16 +5,15 @@
  * (simulator-mdns.ts).
  */
 import { type ModelClass } from '../points/catalogue';
-import type { HouseScenario } from './house';
 import { checkPassword } from '../device/password-crypto';
-import { DeviceModel, defaultUnsupportedAddresses, type ControlSettings, type Derating } from './device';
-import type { FeedReading, MeterFeedOptions } from './meter-feed';
+import { DeviceModel, defaultUnsupportedAddresses, type ControlSettings, type PlantOptions } from './device';
+import type { FeedReading } from './meter-feed';
 import { DiscoveryResponder, advertisableAddress } from './discovery';
 import { startMdnsResponder, type MdnsResponder } from './mdns';
 import { FAULTS, SimulatorHttp, type Fault, type SimulatorAuth, type SimulatorStats } from './server';
 import net from 'node:net';
 
-export { defaultUnsupportedAddresses, modelAddresses, type ControlSettings, type Derating } from './device';
+export { defaultUnsupportedAddresses, modelAddresses, type ControlSettings, type Derating, type PlantOptions } from './device';
 export { MeterFeed, type FeedReading, type MeterFeedOptions } from './meter-feed';
 export { DEMO_HOUSE, HOUSE_PRESETS, House, seededRandom, type ApplianceCycle, type HouseEvent, type HouseScenario } from './house';
 export { FAULTS, type Fault, type SimulatorAuth, type SimulatorStats, type Violation } from './server';
@@ -35,7 +34,7 @@ export const SIMULATOR_MODELS: readonly ModelClass[] = ['2000', '1600'];
  * string of Sys.GetConfig; `blankIdentity` answers Sys.GetConfig with empty `sn` and `hostname`, as the maker's
  * example does.
  */
-export interface SimulatorOptions {
+export interface SimulatorOptions extends PlantOptions {
   auth?: SimulatorAuth;
   host?: string;
   port?: number;
@@ -64,26 +63,6 @@ export interface SimulatorOptions {
   latencyMs?: number | readonly [number, number];
   /** A request that arrives under the minimum interval after the one before, or while one is answered, gets 503 and is not carried out. */
   rejectEarly?: boolean;
-  /** Working mode at start (1, 4 or 5), default 1: 5 leaves the battery idle, so the meter shows the whole house. */
-  workingMode?: number;
-  /** The house behind the meter; default: a smooth load of 330-540 W and PV of 140-380 W. */
-  house?: HouseScenario;
-  /** Simulated seconds before the battery starts to follow a new setpoint (or, in self-consumption, the load). */
-  deadTimeS?: number;
-  /** Time constant of the battery's first-order lag towards its setpoint, simulated s (0: at once). */
-  lagS?: number;
-  /** The meter's reading (11016, 21028) is the true grid power this many simulated seconds ago. */
-  meterDelayS?: number;
-  /** The device's meter (11016, 21028) takes a new reading only every this many simulated seconds (0: always new). */
-  meterRefreshS?: number;
-  /** Windows in which the battery delivers at most maxW, whatever its setpoint. */
-  derating?: readonly Derating[];
-  /** The battery's capacity (default: the model class's rated capacity). */
-  capacityKwh?: number;
-  /** SOC at start, % (default 50). */
-  initialSoc?: number;
-  /** A grid meter outside the device, for a bench to deliver by message (takeMeterReadings). */
-  meterFeed?: MeterFeedOptions;
 }
 
 export const SIMULATOR_DEFAULTS = {
