@@ -200,6 +200,21 @@ describe('group split', function () {
     held.reasons.should.eql(['active', 'reversal']);
   });
 
+  it('with the power read, a unit that stopped frees the others after its response time, not its settle time', () => {
+    const memory = { units: { big: { dischargeAt: 0 } } };
+    const units = (read: boolean) => [
+      big(80, { settleMs: 10000, responseMs: 2000, ...(read ? { deliveredW: 10 } : {}) }),
+      small(40, read ? { deliveredW: 0 } : {}),
+    ];
+    // 1.5 s after the big one's last discharge a reading may not show it yet: it alone may charge.
+    splitGroup(-500, units(true), 1500, memory).setpoints.should.eql([-500, 0]);
+    // 3 s after, the reading shows it stopped: the emptiest (small) charges.
+    splitGroup(-500, units(true), 3000, memory).setpoints.should.eql([0, -500]);
+    // Not read: the settle time holds.
+    splitGroup(-500, units(false), 3000, memory).setpoints.should.eql([-500, 0]);
+    splitGroup(-500, units(false), 10000, memory).setpoints.should.eql([0, -500]);
+  });
+
   it('refuses bad settings and units with a message that names the field', () => {
     (() => splitGroup(100, [big(50)], 0, undefined, { leaveShare: 0.9 })).should.throw(/leaveShare must be in \(0, joinShare\)/);
     (() => splitGroup(100, [big(50)], 0, undefined, { joinShare: 1.5 })).should.throw(/joinShare/);

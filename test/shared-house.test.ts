@@ -53,6 +53,15 @@ describe('simulator: several batteries behind one meter', function () {
     a.tick(36);
     [a.active, b.active, a.gridPower].should.eql([false, false, 300]);
     shared.selfUseWh.should.be.approximately(drawn, 1e-9);
+    // A lag's tail after standby counts only while it moves 20 W or more.
+    const lagging = unit(house(), { lagS: 2 });
+    setpoint(lagging, 1000);
+    lagging.tick(20);
+    setpoint(lagging, 0);
+    lagging.tick(2 * Math.log(1000 / 25));
+    [lagging.active, lagging.batteryPower].should.eql([true, 25]);
+    lagging.tick(2 * Math.log(25 / 15));
+    [lagging.active, lagging.batteryPower].should.eql([false, 15]);
     // One battery in its own house: the figures it always had.
     const alone = new DeviceSimulator({ timeScale: 0, udpPort: null, workingMode: REAL_TIME.mode, house: FLAT });
     setpoint(alone, 300);

@@ -4,10 +4,11 @@
  * unit's setpoint. What owners of several units ask for (field notes, "Several batteries"), and how:
  *
  * - No cross-charging. All setpoints of a decision share one direction, and a unit may be commanded one way only
- *   when no other unit may still be moving the other way: commanded so within its settle time (dead time and lag),
- *   or reported so. A reversal therefore puts the units that moved the old way to standby first and starts the new
- *   way once they have settled; when only one unit moved, that unit reverses at once (it cannot charge from itself)
- *   and the others join after its settle time. Units with different lags pass no energy to each other on the way.
+ *   when no other unit may still be moving the other way: read so, or commanded so within the time a reading takes
+ *   to show a command (its response time), or, when its power is not read, within its settle time (dead time and
+ *   lag). A reversal therefore puts the units that moved the old way to standby first and starts the new way once
+ *   they have stopped; when only one unit moved, that unit reverses at once (it cannot charge from itself) and the
+ *   others join once it has stopped. Units with different lags pass no energy to each other on the way.
  * - Staging. Each active unit draws about 30 W itself, and a converter is less efficient at low power (77.5 % at
  *   125 W against 91.3 % at 1000 W), so the fewest units run: with `a` units active, the next joins when they would
  *   run above `joinShare` of their maximum, and one leaves when the others could carry the total at `leaveShare` or
@@ -43,6 +44,8 @@ export interface GroupUnit {
   deliveredW?: number;
   /** How long after a command it may still move the old way (its dead time plus about three lags), ms. */
   settleMs?: number;
+  /** With `deliveredW`: how long a reading may not yet show a command (dead time and the reading's age), ms. */
+  responseMs?: number;
 }
 
 export interface SplitOptions {
@@ -54,8 +57,9 @@ export interface SplitOptions {
   leaveShare: number;
   /** An active unit keeps its place until an idle one is this many SOC points ahead. */
   rotateMarginPct: number;
-  /** A unit's settle time when it gives none, ms. */
+  /** A unit's settle time and response time when it gives none, ms. */
   settleMs: number;
+  responseMs: number;
   /** Delivered power beyond this (W) counts as moving. */
   idleW: number;
 }
@@ -66,6 +70,7 @@ export const SPLIT_DEFAULTS: SplitOptions = {
   leaveShare: 0.6,
   rotateMarginPct: 5,
   settleMs: 5000,
+  responseMs: 2000,
   idleW: 25,
 };
 
@@ -91,10 +96,10 @@ type Direction = 1 | -1;
 
 /** Bad input is a clear error naming the field, not a wrong split. */
 function check(units: readonly GroupUnit[], options: SplitOptions): void {
-  const { joinShare, leaveShare, minPowerW, rotateMarginPct, settleMs, idleW } = options;
+  const { joinShare, leaveShare, minPowerW, rotateMarginPct, settleMs, responseMs, idleW } = options;
   if (!(joinShare > 0 && joinShare <= 1)) throw new RangeError('joinShare must be in (0, 1]');
   if (!(leaveShare > 0 && leaveShare < joinShare)) throw new RangeError('leaveShare must be in (0, joinShare)');
-  for (const [name, value] of Object.entries({ minPowerW, rotateMarginPct, settleMs, idleW }))
+  for (const [name, value] of Object.entries({ minPowerW, rotateMarginPct, settleMs, responseMs, idleW }))
     if (!(value >= 0 && Number.isFinite(value))) throw new RangeError(`${name} must be a number >= 0`);
   const seen = new Set<string>();
   for (const u of units) {
@@ -108,12 +113,16 @@ function check(units: readonly GroupUnit[], options: SplitOptions): void {
   }
 }
 
-/** The unit may still be moving `way`: commanded or in force so within its settle time, or read so. */
+/**
+ * The unit may still be moving `way`: in force so, or read so, or commanded so within its response time (read) or
+ * settle time (not read).
+ */
 function mayMove(u: GroupUnit, way: Direction, memory: SplitMemory, nowMs: number, options: SplitOptions): boolean {
   if (Math.sign(u.setpointW) === way) return true;
   if (u.deliveredW !== undefined && u.deliveredW * way > options.idleW) return true;
   const at = memory.units[u.id]?.[way === 1 ? 'dischargeAt' : 'chargeAt'];
-  return at !== undefined && nowMs - at < (u.settleMs ?? options.settleMs);
+  const wait = u.deliveredW !== undefined ? (u.responseMs ?? options.responseMs) : (u.settleMs ?? options.settleMs);
+  return at !== undefined && nowMs - at < wait;
 }
 
 /** SOC points the unit can still move `way`: above its discharge SOC, or below its charge SOC. */

@@ -104,6 +104,8 @@ interface Demand {
 }
 
 const IDLE: Demand = { power: 0, floor: 0, ceiling: 100 };
+/** In standby a unit still moving at least this much (its lag) counts as active. */
+const ACTIVE_W = 20;
 
 /** The house of a battery alone behind its meter: no self-use, so a single device's figures are what they always were. */
 function ownHouse(options: DeviceModelOptions): SharedHouse {
@@ -138,7 +140,7 @@ export class DeviceModel implements HouseUnit {
   // Battery model, in simulated seconds since start.
   socExact = 50;
   batteryPowerW = 0;
-  /** The converter runs: it acts on a command to move power, or its power has not yet died away. */
+  /** The converter runs: it acts on a command to move power, or its power has not yet died away (ACTIVE_W). */
   active = false;
   /** Wh into the battery over the last step (negative: out of it). */
   private movedWh = 0;
@@ -357,7 +359,8 @@ export class DeviceModel implements HouseUnit {
     }
     this.socExact = Math.min(100, Math.max(0, after));
     this.batteryPowerW = power;
-    this.active = wanted !== 0 || Math.abs(power) >= 1;
+    // A lag's tail below a few watts is the model's, not a running converter's.
+    this.active = wanted !== 0 || Math.abs(power) >= ACTIVE_W;
     this.movedWh = ((this.socExact - before) / 100) * capacityWh;
     return power;
   }
