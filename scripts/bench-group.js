@@ -339,8 +339,8 @@ async function main() {
 /** SOC of each unit and their spread every half hour through a long discharge and a long charge, for the oracles. */
 function longRun() {
   const runs = [
-    ['equal split', oracleRun(LONG_S, (total, units) => equalSplit(total, units), LONG_HOUSE, 60000)],
-    ['group split', oracleRun(LONG_S, groupSplit(), LONG_HOUSE, 60000)],
+    { label: 'equal split', record: oracleRun(LONG_S, (total, units) => equalSplit(total, units), LONG_HOUSE, 60000) },
+    { label: 'group split', record: oracleRun(LONG_S, groupSplit(), LONG_HOUSE, 60000) },
   ];
   console.log(
     `\nLong run, oracles in simulated time: 3 h of 700 W with no PV (discharge), then 3 h of 2.6 kW PV (charge). ` +
@@ -349,7 +349,7 @@ function longRun() {
   const times = Array.from({ length: LONG_S / 1800 + 1 }, (_, i) => i * 1800);
   console.log(`| controller | ${times.map((t) => `${t / 3600} h`).join(' | ')} | moved between units (Wh; share) | self-use (Wh) |`);
   console.log(`|---|${times.map(() => '---').join('|')}|---|---|`);
-  for (const [label, record] of runs) {
+  for (const { label, record } of runs) {
     const cells = times.map((t) => {
       const s = record.samples.find((x) => x.t >= t - 30) ?? record.samples.at(-1);
       const socs = s.units.map((u) => u.soc);
