@@ -14,7 +14,8 @@
 //   group   the same-information oracle with the total split by splitGroup (src/control/group-split.ts).
 // The oracle runs in simulated time and knows the plant (each unit's dead time, lag and power at every moment, its
 // self-use) but the house only from the meter's readings (the same ones, once a second): the need is the reading plus
-// the units' power when it was taken. At each reading it splits the need and, per unit, writes the share overdriven
+// the units' power when it was taken. At each reading it splits the need (telling splitGroup each unit's power as it
+// will be when the fastest unit could respond, so a reversal waits no longer than needed) and, per unit, writes the share overdriven
 // so that the unit's lag reaches it one second later (deadbeat, kept on the share's side of zero and within the
 // unit's limits), when it moves by more than 20 W.
 //
@@ -62,6 +63,8 @@ const UNITS = [
   { key: 'big', model: '2000', initialSoc: 80, deadTimeS: 1, lagS: 1.5, maxChargeW: 2400, maxDischargeW: 2400 },
   { key: 'small', model: '1600', initialSoc: 40, deadTimeS: 1.5, lagS: 3, maxChargeW: 1200, maxDischargeW: 800 },
 ];
+
+const FASTEST_S = Math.min(...UNITS.map((u) => u.deadTimeS));
 
 function options(argv) {
   const chosen = { seconds: 100, only: CONTROLLERS, long: true };
@@ -206,11 +209,11 @@ function oracleRun(seconds, split, scenario = HOUSE, sampleMs = SAMPLE_MS) {
   const last = sims.map(() => 0);
   const record = { samples: [], writes: sims.map(() => 0) };
   const powerAt = (t) => [...history].reverse().find((h) => h.t <= t + 1e-9)?.b ?? sims.map(() => 0);
-  /** Unit i's power one dead time ahead, from the setpoints already sent (the plant's own model). */
-  const ahead = (i, now) => {
+  /** Unit i's power `horizonS` ahead (default its dead time), from the setpoints already sent (the plant's own model). */
+  const ahead = (i, now, horizonS = UNITS[i].deadTimeS) => {
     const { deadTimeS, lagS } = UNITS[i];
     let b = sims[i].batteryPower;
-    for (let tau = now; tau < now + deadTimeS - 1e-9; tau += dt) {
+    for (let tau = now; tau < now + horizonS - 1e-9; tau += dt) {
       const demand = writes[i].filter((w) => w.t <= tau - deadTimeS + 1e-9).at(-1)?.s ?? 0;
       b += (demand - b) * (1 - Math.exp(-dt / lagS));
     }
@@ -240,7 +243,9 @@ function oracleRun(seconds, split, scenario = HOUSE, sampleMs = SAMPLE_MS) {
         chargeSoc: 100,
         dischargeSoc: 10,
         setpointW: last[i],
-        deliveredW: sim.batteryPower,
+        // It knows the plant: each unit's power when the fastest unit could respond to a command sent now.
+        deliveredW: ahead(i, now, FASTEST_S),
+        responseMs: 0,
         settleMs: (UNITS[i].deadTimeS + 3 * UNITS[i].lagS) * 1000,
       }));
       split(Math.round(need), units, now * 1000).forEach((share, i) => {
@@ -296,7 +301,7 @@ function figures(record, seconds) {
   const hours = (samples.at(-1).t - samples[0].t) / 3600;
   return {
     errorWh: error.toFixed(1),
-    moved: `${record.house.movedWh.toFixed(2)} (${((100 * record.house.movedWh) / record.house.groupWh).toFixed(1)} %; ${opposite.toFixed(2)} commanded opposite ways)`,
+    moved: `${record.house.movedWh.toFixed(3)} (${((100 * record.house.movedWh) / record.house.groupWh).toFixed(1)} %; ${opposite.toFixed(2)} commanded opposite ways)`,
     selfUse: `${record.house.selfUseWh.toFixed(2)} (${(activeTime / hours).toFixed(2)})`,
     lowLoad: lowTime > 0 ? `${(lowActive / lowTime).toFixed(2)} (both ${((100 * lowBoth) / lowTime).toFixed(0)} %)` : '–',
     spread: [0, seconds / 2, seconds].map((t) => spread(at(t)).toFixed(2)).join(' → '),
