@@ -25,7 +25,8 @@
 // low load (load − PV within ±800 W); the SOC spread at the start, half way and the end; writes per minute per unit. Prints
 // markdown; asserts nothing. Then, unless --long off, a long run of the two oracles in simulated time (3 h of discharge,
 // 3 h of charge) with both units' SOC and the spread every half hour. Needs `npm run build:test`.
-// Options: --seconds <n> (30 to 300), --only nodes,equal,group, --long on|off.
+// Options: --seconds <n> (30 to 300), --only nodes,equal,group, --long on|off, --units 2|3 (a third unit: 2400 class at
+// 60 %, dead time 2 s, lag 5 s).
 const path = require('node:path');
 const { zeroFlow, drive } = require('./bench-zero-matrix.js');
 
@@ -59,25 +60,30 @@ const LONG_HOUSE = {
   pvW: 2600,
   events: [{ name: 'night', atS: 0, durationS: LONG_S / 2, cloud: 1, rampS: 1 }],
 };
-const UNITS = [
+/** The units of the run: the first two, or all three with --units 3 (the third slow: dead time 2 s, lag 5 s). */
+const ALL_UNITS = [
   { key: 'big', model: '2000', initialSoc: 80, deadTimeS: 1, lagS: 1.5, maxChargeW: 2400, maxDischargeW: 2400 },
   { key: 'small', model: '1600', initialSoc: 40, deadTimeS: 1.5, lagS: 3, maxChargeW: 1200, maxDischargeW: 800 },
+  { key: 'third', model: '2000', initialSoc: 60, deadTimeS: 2, lagS: 5, maxChargeW: 2400, maxDischargeW: 2400 },
 ];
-
-const FASTEST_S = Math.min(...UNITS.map((u) => u.deadTimeS));
+let UNITS = ALL_UNITS.slice(0, 2);
+/** The shortest dead time of the group: when the fastest unit could respond to a command sent now. */
+const fastestS = () => Math.min(...UNITS.map((u) => u.deadTimeS));
 
 function options(argv) {
-  const chosen = { seconds: 100, only: CONTROLLERS, long: true };
+  const chosen = { seconds: 100, only: CONTROLLERS, long: true, units: 2 };
   for (let i = 0; i < argv.length; i += 2) {
     const [flag, value] = [argv[i], argv[i + 1]];
     if (flag === '--seconds') chosen.seconds = Number(value);
     else if (flag === '--only') chosen.only = value.split(',');
     else if (flag === '--long') chosen.long = value !== 'off';
-    else throw new Error(`unknown option ${flag}; --seconds, --only, --long on|off`);
+    else if (flag === '--units') chosen.units = Number(value);
+    else throw new Error(`unknown option ${flag}; --seconds, --only, --long on|off, --units 2|3`);
   }
   for (const name of chosen.only)
     if (!CONTROLLERS.includes(name)) throw new Error(`unknown controller ${name}; one of ${CONTROLLERS.join(', ')}`);
   if (!(chosen.seconds >= 30 && chosen.seconds <= 300)) throw new Error('--seconds needs 30 to 300');
+  if (chosen.units !== 2 && chosen.units !== 3) throw new Error('--units needs 2 or 3');
   return chosen;
 }
 
@@ -244,7 +250,7 @@ function oracleRun(seconds, split, scenario = HOUSE, sampleMs = SAMPLE_MS) {
         dischargeSoc: 10,
         setpointW: last[i],
         // It knows the plant: each unit's power when the fastest unit could respond to a command sent now.
-        deliveredW: ahead(i, now, FASTEST_S),
+        deliveredW: ahead(i, now, fastestS()),
         responseMs: 0,
         settleMs: (UNITS[i].deadTimeS + 3 * UNITS[i].lagS) * 1000,
       }));
@@ -278,7 +284,7 @@ function figures(record, seconds) {
   let activeTime = 0;
   let lowTime = 0;
   let lowActive = 0;
-  let lowBoth = 0;
+  let lowAll = 0;
   for (let i = 1; i < samples.length; i++) {
     const s = samples[i];
     const h = (s.t - samples[i - 1].t) / 3600;
@@ -293,7 +299,7 @@ function figures(record, seconds) {
       const commanded = s.units.filter((u) => u.s !== 0).length;
       lowTime += h;
       lowActive += commanded * h;
-      if (commanded === s.units.length) lowBoth += h;
+      if (commanded === s.units.length) lowAll += h;
     }
   }
   const at = (t) => samples.find((s) => s.t >= t) ?? samples.at(-1);
@@ -303,7 +309,7 @@ function figures(record, seconds) {
     errorWh: error.toFixed(1),
     moved: `${record.house.movedWh.toFixed(3)} (${((100 * record.house.movedWh) / record.house.groupWh).toFixed(1)} %; ${opposite.toFixed(2)} commanded opposite ways)`,
     selfUse: `${record.house.selfUseWh.toFixed(2)} (${(activeTime / hours).toFixed(2)})`,
-    lowLoad: lowTime > 0 ? `${(lowActive / lowTime).toFixed(2)} (both ${((100 * lowBoth) / lowTime).toFixed(0)} %)` : '–',
+    lowLoad: lowTime > 0 ? `${(lowActive / lowTime).toFixed(2)} (all ${((100 * lowAll) / lowTime).toFixed(0)} %)` : '–',
     spread: [0, seconds / 2, seconds].map((t) => spread(at(t)).toFixed(2)).join(' → '),
     writes: record.writes.map((w) => ((w * 60) / seconds).toFixed(1)).join(' · '),
   };
@@ -311,6 +317,7 @@ function figures(record, seconds) {
 
 async function main() {
   const settings = options(process.argv.slice(2));
+  UNITS = ALL_UNITS.slice(0, settings.units);
   const notes = [];
   const rows = [];
   if (settings.only.includes('nodes'))
