@@ -561,7 +561,7 @@ async function parent(settings) {
   print(settings, rows, notes);
 }
 
-if (require.main !== module) module.exports = { VARIANTS, oracle, figures };
+if (require.main !== module) module.exports = { VARIANTS, oracle, figures, zeroFlow, drive };
 else {
   const settings = options(process.argv.slice(2));
   (settings.child ? child(settings) : parent(settings)).then(

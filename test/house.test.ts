@@ -1,6 +1,7 @@
 /** The simulator's house and battery model, in simulated time (timeScale 0, moved by tick): deterministic. */
 import should from 'should';
 import { REAL_TIME } from '../src/points/catalogue';
+import { setpoint } from './setpoint';
 import { DeviceSimulator, House, seededRandom, type SimulatorOptions } from '../src/simulator';
 import { parseSimulatorArgs } from '../src/cli/simulator';
 
@@ -8,12 +9,6 @@ const FLAT = { baseLoadW: 500, pvW: 200 };
 
 function frozen(options: SimulatorOptions = {}): DeviceSimulator {
   return new DeviceSimulator({ timeScale: 0, udpPort: null, workingMode: REAL_TIME.mode, house: FLAT, ...options });
-}
-
-/** A real-time setpoint in process, positive discharging, as a controller would write it. */
-function setpoint(sim: DeviceSimulator, watts: number): void {
-  const values = watts > 0 ? [2, watts, 5] : watts < 0 ? [1, -watts, 100] : [0, 0, 5];
-  sim.setData(REAL_TIME.stateAddress, values).should.be.true();
 }
 
 describe('simulator house and battery model', function () {

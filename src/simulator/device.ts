@@ -19,8 +19,9 @@ import {
   type ReadPoint,
   type WritePoint,
 } from '../points/catalogue';
-import { House, type HouseScenario } from './house';
-import { MeterFeed, type FeedReading, type MeterFeedOptions } from './meter-feed';
+import type { HouseScenario } from './house';
+import type { FeedReading, MeterFeedOptions } from './meter-feed';
+import { SharedHouse, type HouseUnit } from './shared-house';
 
 export interface ControlSettings {
   state: number;
@@ -71,7 +72,8 @@ export interface DeviceModelOptions extends PlantOptions {
   type: string;
   blankIdentity: boolean;
   firmware: string;
-  timeScale: number;
+  /** The house's options: only without `sharedHouse`. */
+  timeScale?: number;
 }
 
 /** How the simulated battery and its house behave (SimulatorOptions takes them as they are). */
@@ -96,6 +98,13 @@ export interface PlantOptions {
   initialSoc?: number;
   /** A grid meter outside the device, for a bench to deliver by message (takeMeterReadings). */
   meterFeed?: MeterFeedOptions;
+  /**
+   * The house and meter this battery shares with others (several units behind one meter): it then owns the house, the
+   * clock (timeScale) and the meter's options, which this device must not set. Without one it gets its own.
+   */
+  sharedHouse?: SharedHouse;
+  /** W the unit draws from the house while active (default: the shared house's, 30; alone 0). */
+  selfUseW?: number;
 }
 
 /** A window in which the battery accepts any setpoint but delivers at most `maxW` either way (cold, SOC stop, a smaller unit). */
@@ -105,9 +114,6 @@ export interface Derating {
   maxW: number;
 }
 
-/** The longest step of the model, simulated s: short against the battery's lag and dead time. */
-const MAX_STEP_S = 0.05;
-
 interface Demand {
   power: number;
   floor: number;
@@ -115,8 +121,22 @@ interface Demand {
 }
 
 const IDLE: Demand = { power: 0, floor: 0, ceiling: 100 };
+/** In standby a unit still moving at least this much (its lag) counts as active. */
+const ACTIVE_W = 20;
 
-export class DeviceModel {
+/** The house of a battery alone behind its meter: no self-use, so a single device's figures are what they always were. */
+function ownHouse(options: DeviceModelOptions): SharedHouse {
+  return new SharedHouse({
+    house: options.house,
+    timeScale: options.timeScale,
+    meterDelayS: options.meterDelayS,
+    meterRefreshS: options.meterRefreshS,
+    meterFeed: options.meterFeed,
+    selfUseW: 0,
+  });
+}
+
+export class DeviceModel implements HouseUnit {
   readonly modelClass: ModelClass;
   readonly unsupported: Set<number>;
   readonly serialNumber: string;
@@ -124,34 +144,23 @@ export class DeviceModel {
   private readonly type: string;
   private readonly blankIdentity: boolean;
   readonly firmware: string;
-  timeScale: number;
-  private readonly house: House;
+  /** The house, its meter and clock: shared with the other batteries behind the same meter, if any. */
+  readonly house: SharedHouse;
+  readonly selfUseW: number;
   private readonly deadTimeS: number;
   private readonly lagS: number;
-  private readonly meterDelayS: number;
-  private readonly meterRefreshS: number;
   private readonly derating: readonly Derating[];
-  private readonly feed: MeterFeed | undefined;
-  /** The simulated second the meter's reading (meterW) shows. */
-  meterSampledS = 0;
-  private nextMeterRefreshS = 0;
   /** Wanted battery power by simulated time, kept for the dead time. */
   private readonly demands: { t: number; v: Demand }[] = [];
-  /** True grid power by simulated time, kept for the meter's delay. */
-  private readonly grids: { t: number; v: number }[] = [];
   startedAt = performance.now();
 
   // Battery model, in simulated seconds since start.
-  simSeconds = 0;
-  lastAdvance = performance.now();
   socExact = 50;
   batteryPowerW = 0;
-  loadW = 0;
-  pvW = 0;
-  /** The meter's reading (the true grid power meterDelayS ago). */
-  meterW = 0;
-  /** True grid power now, W, positive = import. */
-  gridW = 0;
+  /** The converter runs: it acts on a command to move power, or its power has not yet died away (ACTIVE_W). */
+  active = false;
+  /** Wh into the battery over the last step (negative: out of it). */
+  private movedWh = 0;
   readonly settingsByName = new Map<string, number>();
   controlSettings: ControlSettings;
   /** Energy counters by read-point name, in the unit the catalogue gives for the point. */
@@ -181,19 +190,15 @@ export class DeviceModel {
     this.type = options.type;
     this.blankIdentity = options.blankIdentity;
     this.firmware = options.firmware;
-    this.timeScale = options.timeScale;
-    this.house = new House(options.house);
+    this.house = options.sharedHouse ?? ownHouse(options);
+    this.selfUseW = options.selfUseW ?? this.house.selfUseW;
     this.deadTimeS = options.deadTimeS ?? 0;
     this.lagS = options.lagS ?? 0;
-    this.meterDelayS = options.meterDelayS ?? 0;
-    this.meterRefreshS = options.meterRefreshS ?? 0;
     this.derating = options.derating ?? [];
-    this.feed = options.meterFeed ? new MeterFeed(options.meterFeed) : undefined;
     for (const [name, value] of [
       ['deadTimeS', this.deadTimeS],
       ['lagS', this.lagS],
-      ['meterDelayS', this.meterDelayS],
-      ['meterRefreshS', this.meterRefreshS],
+      ['selfUseW', this.selfUseW],
     ] as const)
       if (!Number.isFinite(value) || value < 0) throw new RangeError(`${name} must be a number >= 0`);
     if (!(this.capacityKwh > 0)) throw new RangeError('capacityKwh must be a number > 0');
@@ -212,13 +217,14 @@ export class DeviceModel {
     }
     if (options.workingMode !== undefined) this.changeWorkingMode(options.workingMode);
     this.controlSettings = this.standbyControl();
-    this.step(0);
+    this.house.join(this);
+    this.house.step(0);
   }
 
-  /** The clock starts (again) now. */
+  /** The device starts; the house's clock with the first of its devices. */
   start(): void {
     this.startedAt = performance.now();
-    this.lastAdvance = this.startedAt;
+    this.house.start();
   }
 
   get workingMode(): number {
@@ -308,7 +314,7 @@ export class DeviceModel {
     else if (point.address === REAL_TIME.socAddress) this.controlSettings.soc = value;
     else this.settingsByName.set(point.readAs ?? point.name, value + (point.readValueOffset ?? 0));
     // Let the new setting take effect in the reported flows at once.
-    this.step(0);
+    this.house.step(0);
   }
 
   private standbyControl(): ControlSettings {
@@ -341,33 +347,19 @@ export class DeviceModel {
 
   // ---- battery model ----
 
-  /** Moves the model forward by the real time since the last call, times timeScale. */
+  /** Moves the model (the whole house) forward by the real time since the last call, times timeScale. */
   advance(): void {
-    const now = performance.now();
-    const seconds = ((now - this.lastAdvance) / 1000) * this.timeScale;
-    this.lastAdvance = now;
-    this.run(seconds);
+    this.house.advance();
   }
 
-  /** Moves the model forward by `seconds` of simulated time, in steps of at most MAX_STEP_S (at most ~1000 per call). */
+  /** Moves the model (the whole house) forward by `seconds` of simulated time. */
   run(seconds: number): void {
-    let remaining = seconds;
-    const stepSeconds = Math.max(MAX_STEP_S, remaining / 1000);
-    while (remaining > 1e-9) {
-      const dt = Math.min(stepSeconds, remaining);
-      this.step(dt);
-      remaining -= dt;
-    }
+    this.house.run(seconds);
   }
 
-  private step(dt: number): void {
-    this.simSeconds += dt;
-    const t = this.simSeconds;
-    this.loadW = this.house.load(t);
-    this.pvW = this.house.pv(t);
-
-    // The battery acts on what it was asked dead-time ago (over this step: at its start), with a first-order lag.
-    const demand = this.classLimited(this.batteryDemand(this.loadW - this.pvW));
+  /** The house steps the battery: it acts on what it was asked dead-time ago (over this step: at its start), with a first-order lag. */
+  stepBattery(t: number, dt: number, netLoadW: number): number {
+    const demand = this.classLimited(this.batteryDemand(netLoadW));
     const { power: wanted, floor, ceiling } = this.delayed(this.demands, t, this.deadTimeS > 0 ? this.deadTimeS + dt : 0, demand, IDLE);
     const cap = this.deliverable(t);
     const target = Math.max(-cap, Math.min(cap, wanted));
@@ -384,21 +376,19 @@ export class DeviceModel {
     }
     this.socExact = Math.min(100, Math.max(0, after));
     this.batteryPowerW = power;
-    this.gridW = this.loadW - this.pvW - power;
-    const meter = this.delayed(this.grids, t, this.meterDelayS, this.gridW, this.grids[0]?.v ?? this.gridW);
-    // A meter that refreshes every meterRefreshS holds its reading in between (the BK1600 Ultra's own: 3 s).
-    if (t + 1e-9 >= this.nextMeterRefreshS) {
-      this.meterW = meter;
-      this.meterSampledS = Math.max(0, t - this.meterDelayS);
-      if (this.meterRefreshS > 0) this.nextMeterRefreshS = (Math.floor((t + 1e-9) / this.meterRefreshS) + 1) * this.meterRefreshS;
-    }
-    this.feed?.step(t, this.gridW, power);
+    // A lag's tail below a few watts is the model's, not a running converter's.
+    this.active = wanted !== 0 || Math.abs(power) >= ACTIVE_W;
+    this.movedWh = ((this.socExact - before) / 100) * capacityWh;
+    return power;
+  }
 
-    const movedWh = ((this.socExact - before) / 100) * capacityWh;
+  /** Energy of the last step into the counters, with the house's grid and PV. */
+  account(dt: number): void {
+    const movedWh = this.movedWh;
     if (movedWh > 0) this.addEnergy(['batteryChargeEnergyDaily', 'batteryChargeEnergyTotal'], movedWh);
     if (movedWh < 0) this.addEnergy(['batteryDischargeEnergyDaily', 'batteryDischargeEnergyTotal', 'acOutputEnergyTotal'], -movedWh);
-    if (this.gridW > 0) this.addEnergy(['acInputEnergyTotal'], (this.gridW * dt) / 3600);
-    this.addEnergy(['pvEnergyDaily', 'pvEnergyTotal'], (this.pvW * dt) / 3600);
+    if (this.house.gridW > 0) this.addEnergy(['acInputEnergyTotal'], (this.house.gridW * dt) / 3600);
+    this.addEnergy(['pvEnergyDaily', 'pvEnergyTotal'], (this.house.pvW * dt) / 3600);
   }
 
   /** The most the battery delivers at `t`, W, either way. */
@@ -410,7 +400,7 @@ export class DeviceModel {
 
   /** The meter feed's readings delivered by now (none without a feed). */
   takeFeed(): FeedReading[] {
-    return this.feed ? this.feed.take(this.simSeconds) : [];
+    return this.house.takeFeed();
   }
 
   /** Records `value` at `t` and gives the one in force `delay` before: `initial` while nothing is that old. */
@@ -505,7 +495,7 @@ export class DeviceModel {
         return 1000;
       case 'meterPower':
       case 'meterPower1600':
-        return Math.round(this.meterW);
+        return Math.round(this.house.meterW);
       case 'controlStateReadback':
         return 1000 + this.controlSettings.state; // The encoding is not published: an assumption.
       case 'controlSocReadback':
@@ -519,9 +509,9 @@ export class DeviceModel {
       case 'pack3Temperature1600':
         return 27.4;
       case 'gridVoltage':
-        return round(230 + 2 * Math.sin(this.simSeconds / 97), 1);
+        return round(230 + 2 * Math.sin(this.house.simSeconds / 97), 1);
       case 'gridFrequency':
-        return round(50 + 0.02 * Math.sin(this.simSeconds / 53), 2);
+        return round(50 + 0.02 * Math.sin(this.house.simSeconds / 53), 2);
       case 'batteryState':
         return bp < 0 ? 1001 : bp > 0 ? 1002 : 1000;
       case 'batteryPower':
@@ -529,7 +519,7 @@ export class DeviceModel {
       case 'batterySoc':
         return soc;
       case 'pvPower':
-        return Math.round(this.pvW);
+        return Math.round(this.house.pvW);
     }
     const firmware = /Firmware$/.exec(name);
     if (firmware) return `V1.${(READ_POINTS.indexOf(point) % 7) + 1}.0${(point.address % 9) + 1}`;
@@ -553,7 +543,7 @@ export class DeviceModel {
     const pv = /^pv([1-4])(Current|Voltage|Power)$/.exec(name);
     if (pv) {
       const share = [0.55, 0.45, 0, 0][Number(pv[1]) - 1] ?? 0;
-      const power = Math.round(this.pvW * share);
+      const power = Math.round(this.house.pvW * share);
       const voltage = power > 0 ? 38.5 - Number(pv[1]) * 0.6 : 0;
       if (pv[2] === 'Power') return power;
       if (pv[2] === 'Voltage') return round(voltage, 1);

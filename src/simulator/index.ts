@@ -8,6 +8,7 @@ import { type ModelClass } from '../points/catalogue';
 import { checkPassword } from '../device/password-crypto';
 import { DeviceModel, defaultUnsupportedAddresses, type ControlSettings, type PlantOptions } from './device';
 import type { FeedReading } from './meter-feed';
+import type { SharedHouse } from './shared-house';
 import { DiscoveryResponder, advertisableAddress } from './discovery';
 import { startMdnsResponder, type MdnsResponder } from './mdns';
 import { FAULTS, SimulatorHttp, type Fault, type SimulatorAuth, type SimulatorStats } from './server';
@@ -15,6 +16,7 @@ import net from 'node:net';
 
 export { defaultUnsupportedAddresses, modelAddresses, type ControlSettings, type Derating, type PlantOptions } from './device';
 export { MeterFeed, type FeedReading, type MeterFeedOptions } from './meter-feed';
+export { SharedHouse, type HouseUnit, type SharedHouseOptions } from './shared-house';
 export { DEMO_HOUSE, HOUSE_PRESETS, House, seededRandom, type ApplianceCycle, type HouseEvent, type HouseScenario } from './house';
 export { FAULTS, type Fault, type SimulatorAuth, type SimulatorStats, type Violation } from './server';
 
@@ -65,6 +67,9 @@ export interface SimulatorOptions extends PlantOptions {
   rejectEarly?: boolean;
 }
 
+/** Options that belong to the house when several devices share one. */
+const HOUSE_OPTIONS = ['house', 'timeScale', 'meterDelayS', 'meterRefreshS', 'meterFeed'] as const;
+
 export const SIMULATOR_DEFAULTS = {
   host: '127.0.0.1',
   port: 8080,
@@ -110,7 +115,11 @@ export class DeviceSimulator {
     const defaultPassword = options.defaultPassword ?? SIMULATOR_DEFAULTS.defaultPassword;
     checkPassword(defaultPassword, 'default password');
     if (options.password !== undefined) checkPassword(options.password, 'password');
-    const timeScale = options.timeScale ?? SIMULATOR_DEFAULTS.timeScale;
+    if (options.sharedHouse) {
+      const clash = HOUSE_OPTIONS.filter((name) => options[name] !== undefined);
+      if (clash.length > 0) throw new RangeError(`${clash.join(', ')}: set on the shared house, not on a device that joins it`);
+    }
+    const timeScale = options.sharedHouse ? options.sharedHouse.timeScale : (options.timeScale ?? SIMULATOR_DEFAULTS.timeScale);
     if (!Number.isFinite(timeScale) || timeScale < 0) throw new RangeError('timeScale must be a number >= 0');
     const model = options.model ?? SIMULATOR_DEFAULTS.model;
     if (!SIMULATOR_MODELS.includes(model)) throw new RangeError(`model must be one of ${SIMULATOR_MODELS.join(', ')}`);
@@ -137,6 +146,8 @@ export class DeviceSimulator {
       capacityKwh: options.capacityKwh,
       initialSoc: options.initialSoc,
       meterFeed: options.meterFeed,
+      sharedHouse: options.sharedHouse,
+      selfUseW: options.selfUseW,
     });
     this.http = new SimulatorHttp(
       {
@@ -297,13 +308,13 @@ export class DeviceSimulator {
   /** The meter's reading, W, positive = import (meterDelayS behind the true grid power). */
   get meterPower(): number {
     this.device.advance();
-    return Math.round(this.device.meterW);
+    return Math.round(this.device.house.meterW);
   }
 
   /** The simulated second the meter's reading shows (its delay and refresh). */
   get meterSampledSeconds(): number {
     this.device.advance();
-    return this.device.meterSampledS;
+    return this.device.house.meterSampledS;
   }
 
   /** The meter feed's readings delivered since the last call, oldest first (none without `meterFeed`). */
@@ -312,33 +323,44 @@ export class DeviceSimulator {
     return this.device.takeFeed();
   }
 
-  /** The true grid power now: house load - PV - battery power, W, positive = import (unrounded). */
+  /** The true grid power now: house load - PV - battery power (every unit's, with their self-use), W, positive = import (unrounded). */
   get gridPower(): number {
     this.device.advance();
-    return this.device.gridW;
+    return this.device.house.gridW;
   }
 
-  /** The house's load now, W. */
+  /** The house and meter this device is in (shared with the other units behind the meter, if any). */
+  get sharedHouse(): SharedHouse {
+    return this.device.house;
+  }
+
+  /** True while the converter runs (commanded to move power, or its power not yet died away): it draws its self-use. */
+  get active(): boolean {
+    this.device.advance();
+    return this.device.active;
+  }
+
+  /** The house's load now, W (without the units' self-use). */
   get houseLoad(): number {
     this.device.advance();
-    return this.device.loadW;
+    return this.device.house.loadW;
   }
 
   /** Simulated seconds since the simulator was made. */
   get simulatedSeconds(): number {
     this.device.advance();
-    return this.device.simSeconds;
+    return this.device.house.simSeconds;
   }
 
-  /** Simulated seconds per real second; 0 freezes the model (then `tick` moves it). */
+  /** Simulated seconds per real second; 0 freezes the model (then `tick` moves it). Shared: the whole house's clock. */
   get timeScale(): number {
-    return this.device.timeScale;
+    return this.device.house.timeScale;
   }
 
   set timeScale(scale: number) {
     if (!Number.isFinite(scale) || scale < 0) throw new RangeError('timeScale must be a number >= 0');
     this.device.advance();
-    this.device.timeScale = scale;
+    this.device.house.timeScale = scale;
   }
 
   /** Moves the model forward by `seconds` of simulated time at once (for a frozen simulator, timeScale 0). */
@@ -359,7 +381,7 @@ export class DeviceSimulator {
 
   get pvPower(): number {
     this.device.advance();
-    return Math.round(this.device.pvW);
+    return Math.round(this.device.house.pvW);
   }
 
   /** The last real-time control write: state (0 standby, 1 charge, 2 discharge), power W, target SOC %. */

@@ -1,0 +1,383 @@
+#!/usr/bin/env node
+// Several batteries behind one meter (issue 25, groundwork for `npm run bench`): two units in one simulated house
+// (src/simulator/shared-house.ts), a 2400 class at 80 % SOC (dead time 1 s, lag 1.5 s) and a 1600 class at 40 %
+// (charge 1200 W, discharge 800 W; dead time 1.5 s, lag 3 s), each drawing 30 W of self-use while active. One grid
+// meter, MQTT style: a reading every second, delivered as msg.payload to every controller. The house (100 s unless
+// --seconds): 300 W ± 10 W, a fridge, 900 W of PV; a 2 kW kettle 20-50 s, a cloud taking 85 % of the PV 62-88 s
+// (5 s ramps): surplus, a large load, surplus, a small load, surplus, so the direction reverses four times.
+//
+// Controllers:
+//   nodes   one localbattery-zero-feed-in node per unit on the same meter, in real Node-RED
+//           (node-red-node-test-helper), each unit its own simulator port and device configuration with the class's
+//           limits: what owners try first. Real time.
+//   equal   the same-information oracle (below) with the total split equally (within each unit's limits).
+//   group   the same-information oracle with the total split by splitGroup (src/control/group-split.ts).
+// The oracle runs in simulated time and knows the plant (each unit's dead time, lag and power at every moment, its
+// self-use) but the house only from the meter's readings (the same ones, once a second): the need is the reading plus
+// the units' power when it was taken. At each reading it splits the need (telling splitGroup each unit's power as it
+// will be when the fastest unit could respond, so a reversal waits no longer than needed) and, per unit, writes the share overdriven
+// so that the unit's lag reaches it one second later (deadbeat, kept on the share's side of zero and within the
+// unit's limits), when it moves by more than 20 W.
+//
+// Figures: grid error ∫|grid − target| dt; energy moved from one unit into the other (min(charging, discharging) over
+// time), as a share of the energy the group moved, and the part of it while the units were commanded opposite ways
+// (the rest is a reversal's lag); self-use of active units and their mean number; units commanded to move power at
+// low load (load − PV within ±800 W); the SOC spread at the start, half way and the end; writes per minute per unit. Prints
+// markdown; asserts nothing. Then, unless --long off, a long run of the two oracles in simulated time (3 h of discharge,
+// 3 h of charge) with both units' SOC and the spread every half hour. Needs `npm run build:test`.
+// Options: --seconds <n> (30 to 300), --only nodes,equal,group, --long on|off, --units 2|3 (a third unit: 2400 class at
+// 60 %, dead time 2 s, lag 5 s).
+const path = require('node:path');
+const { zeroFlow, drive } = require('./bench-zero-matrix.js');
+
+const DIST = path.resolve(__dirname, '..', 'dist');
+const TARGET_W = 0;
+const SAMPLE_MS = 100;
+const FAST = [80, 120];
+const LOW_LOAD_W = 800;
+const MOVE_W = 20;
+const MIN_W = 50;
+const CONTROLLERS = ['nodes', 'equal', 'group'];
+
+const HOUSE = {
+  seed: 25,
+  baseLoadW: 300,
+  noiseW: 10,
+  appliances: [{ name: 'fridge', powerW: 110, onS: 40, offS: 60, startS: 5 }],
+  pvW: 900,
+  events: [
+    { name: 'kettle', atS: 20, durationS: 30, loadW: 2000 },
+    { name: 'cloud', atS: 62, durationS: 26, cloud: 0.85, rampS: 5 },
+  ],
+};
+const FEED = { everyS: 1, startS: 0.5 };
+/** The long run (oracles only, simulated time): 700 W ± 10 W for 3 h with no sun (a cloud takes all the PV), then 2.6 kW of PV for 3 h. */
+const LONG_S = 6 * 3600;
+const LONG_HOUSE = {
+  seed: 26,
+  baseLoadW: 700,
+  noiseW: 10,
+  pvW: 2600,
+  events: [{ name: 'night', atS: 0, durationS: LONG_S / 2, cloud: 1, rampS: 1 }],
+};
+/** The units of the run: the first two, or all three with --units 3 (the third slow: dead time 2 s, lag 5 s). */
+const ALL_UNITS = [
+  { key: 'big', model: '2000', initialSoc: 80, deadTimeS: 1, lagS: 1.5, maxChargeW: 2400, maxDischargeW: 2400 },
+  { key: 'small', model: '1600', initialSoc: 40, deadTimeS: 1.5, lagS: 3, maxChargeW: 1200, maxDischargeW: 800 },
+  { key: 'third', model: '2000', initialSoc: 60, deadTimeS: 2, lagS: 5, maxChargeW: 2400, maxDischargeW: 2400 },
+];
+let UNITS = ALL_UNITS.slice(0, 2);
+/** The shortest dead time of the group: when the fastest unit could respond to a command sent now. */
+const fastestS = () => Math.min(...UNITS.map((u) => u.deadTimeS));
+
+function options(argv) {
+  const chosen = { seconds: 100, only: CONTROLLERS, long: true, units: 2 };
+  for (let i = 0; i < argv.length; i += 2) {
+    const [flag, value] = [argv[i], argv[i + 1]];
+    if (flag === '--seconds') chosen.seconds = Number(value);
+    else if (flag === '--only') chosen.only = value.split(',');
+    else if (flag === '--long') chosen.long = value !== 'off';
+    else if (flag === '--units') chosen.units = Number(value);
+    else throw new Error(`unknown option ${flag}; --seconds, --only, --long on|off, --units 2|3`);
+  }
+  for (const name of chosen.only)
+    if (!CONTROLLERS.includes(name)) throw new Error(`unknown controller ${name}; one of ${CONTROLLERS.join(', ')}`);
+  if (!(chosen.seconds >= 30 && chosen.seconds <= 300)) throw new Error('--seconds needs 30 to 300');
+  if (chosen.units !== 2 && chosen.units !== 3) throw new Error('--units needs 2 or 3');
+  return chosen;
+}
+
+/** The house with both units in it; `live` units listen on a port, as devices. */
+function plant(live, scenario = HOUSE) {
+  const { DeviceSimulator, SharedHouse } = require(path.join(DIST, 'src'));
+  const house = new SharedHouse({ house: scenario, timeScale: 0, meterFeed: FEED });
+  const extra = live
+    ? { port: 0, password: require(path.join(DIST, 'test', 'support.js')).PASSWORD, latencyMs: FAST, rejectEarly: true }
+    : {};
+  const sims = UNITS.map(
+    (u, i) =>
+      new DeviceSimulator({
+        sharedHouse: house,
+        udpPort: null,
+        workingMode: 4,
+        model: u.model,
+        initialSoc: u.initialSoc,
+        deadTimeS: u.deadTimeS,
+        lagS: u.lagS,
+        serialNumber: `SIMGROUP000000${i + 1}`,
+        ...extra,
+      }),
+  );
+  return { house, sims };
+}
+
+const signedSetpoint = (sim) => {
+  if (sim.workingMode !== 4) return 0;
+  const { state, power } = sim.control;
+  return state === 1 ? -power : state === 2 ? power : 0;
+};
+
+const sample = (house, sims) => ({
+  t: house.simSeconds,
+  grid: house.gridW,
+  net: house.loadW - house.pvW,
+  units: sims.map((sim) => ({ b: sim.batteryPower, soc: sim.exactSoc, s: signedSetpoint(sim), active: sim.active })),
+});
+
+// ---- one zero feed-in node per unit, in Node-RED ----
+
+const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+const withTimeout = (promise, ms, what) =>
+  Promise.race([promise, new Promise((_, reject) => setTimeout(() => reject(new Error(`${what} took over ${ms} ms`)), ms).unref())]);
+
+function flow(sims) {
+  const { deviceConfig } = require(path.join(DIST, 'test', 'support.js'));
+  const configs = sims.map((sim, i) =>
+    deviceConfig(sim, `dev-${UNITS[i].key}`, {
+      name: UNITS[i].key,
+      timeout: 10000,
+      chargeLimit: UNITS[i].maxChargeW,
+      dischargeLimit: UNITS[i].maxDischargeW,
+    }),
+  );
+  // The node as the robustness matrix configures it (one place to adapt after the regulator's rewrite).
+  const zeros = UNITS.map((u) => ({ ...zeroFlow({ node: {} }, `dev-${u.key}`)[0], id: `zero-${u.key}`, wires: [[]] }));
+  return { nodes: [...configs.map((c) => c.node), ...zeros], credentials: Object.assign({}, ...configs.map((c) => c.credentials)) };
+}
+
+async function nodesRun(seconds, notes) {
+  const { helper } = require(path.join(DIST, 'test', 'support.js'));
+  const { house, sims } = plant(true);
+  for (const sim of sims) await sim.start();
+  const record = { samples: [] };
+  await new Promise((resolve) => helper.startServer(resolve));
+  try {
+    const { nodes, credentials } = flow(sims);
+    const modules = ['device', 'zero-feed-in'].map((name) => require(path.join(DIST, 'nodes', `localbattery-${name}.js`)));
+    await withTimeout(helper.load(modules, nodes, credentials), 20000, 'loading the flow');
+    const zeros = UNITS.map((u) => helper.getNode(`zero-${u.key}`));
+    await sleep(1500); // the nodes start; the house's clock has not
+    house.advance();
+    house.timeScale = 1;
+    const feed = setInterval(() => {
+      for (const r of sims[0].takeMeterReadings()) for (const zero of zeros) drive(zero, { kind: 'meter', grid: r.grid });
+    }, 20);
+    const take = setInterval(() => {
+      house.advance();
+      record.samples.push(sample(house, sims));
+    }, SAMPLE_MS);
+    for (let done = 0; done < seconds; done += 10) {
+      await sleep(10000);
+      process.stderr.write(`… nodes: ${done + 10} s of ${seconds} s\n`);
+    }
+    clearInterval(feed);
+    clearInterval(take);
+    house.advance();
+    house.timeScale = 0;
+    record.writes = sims.map((sim) => sim.stats.byOperation['Vendor.SetData'] ?? 0);
+    record.house = totals(house);
+    await withTimeout(helper.unload(), 15000, 'unloading the flow').catch((error) => notes.push(error.message));
+  } finally {
+    await new Promise((resolve) => helper.stopServer(resolve));
+    for (const sim of sims) await sim.stop();
+  }
+  return record;
+}
+
+const totals = (house) => ({
+  movedWh: house.movedBetweenUnitsWh,
+  selfUseWh: house.selfUseWh,
+  groupWh: house.chargedWh + house.dischargedWh,
+});
+
+// ---- the oracle with the same meter readings (simulated time) ----
+
+/** The share split equally over the units, each within its limits (what is left over goes unmet). */
+function equalSplit(totalW, units) {
+  return units.map((u) => Math.round(Math.max(-u.maxChargeW, Math.min(u.maxDischargeW, totalW / units.length))));
+}
+
+function groupSplit() {
+  const { splitGroup } = require(path.join(DIST, 'src', 'control', 'group-split.js'));
+  let memory;
+  return (totalW, units, nowMs) => {
+    const split = splitGroup(totalW, units, nowMs, memory);
+    memory = split.memory;
+    return split.setpoints;
+  };
+}
+
+function oracleRun(seconds, split, scenario = HOUSE, sampleMs = SAMPLE_MS) {
+  const { house, sims } = plant(false, scenario);
+  const dt = 0.05;
+  const history = [];
+  const writes = sims.map(() => []);
+  const last = sims.map(() => 0);
+  const record = { samples: [], writes: sims.map(() => 0) };
+  const powerAt = (t) => [...history].reverse().find((h) => h.t <= t + 1e-9)?.b ?? sims.map(() => 0);
+  /** Unit i's power `horizonS` ahead (default its dead time), from the setpoints already sent (the plant's own model). */
+  const ahead = (i, now, horizonS = UNITS[i].deadTimeS) => {
+    const { deadTimeS, lagS } = UNITS[i];
+    let b = sims[i].batteryPower;
+    for (let tau = now; tau < now + horizonS - 1e-9; tau += dt) {
+      const demand = writes[i].filter((w) => w.t <= tau - deadTimeS + 1e-9).at(-1)?.s ?? 0;
+      b += (demand - b) * (1 - Math.exp(-dt / lagS));
+    }
+    return b;
+  };
+  const write = (i, value, now) => {
+    const values = value > 0 ? [2, value, 10] : value < 0 ? [1, -value, 100] : [0, 0, 10];
+    if (!sims[i].setData(47015, values)) throw new Error(`unit ${UNITS[i].key} refused ${value} W`);
+    writes[i].push({ t: now, s: value });
+    if (writes[i].length > 20) writes[i].shift();
+    last[i] = value;
+    record.writes[i]++;
+  };
+  for (let k = 0; k * dt < seconds; k++) {
+    house.run(dt);
+    const now = house.simSeconds;
+    history.push({ t: now, b: sims.map((sim) => sim.batteryPower) });
+    if (history.length > 200) history.shift();
+    for (const r of sims[0].takeMeterReadings()) {
+      const need = r.grid + powerAt(r.sampledS).reduce((sum, b) => sum + b, 0) - TARGET_W;
+      const units = sims.map((sim, i) => ({
+        id: UNITS[i].key,
+        maxChargeW: UNITS[i].maxChargeW,
+        maxDischargeW: UNITS[i].maxDischargeW,
+        capacityWh: sim.ratedCapacityKwh * 1000,
+        soc: sim.exactSoc,
+        chargeSoc: 100,
+        dischargeSoc: 10,
+        setpointW: last[i],
+        // It knows the plant: each unit's power when the fastest unit could respond to a command sent now.
+        deliveredW: ahead(i, now, fastestS()),
+        responseMs: 0,
+        settleMs: (UNITS[i].deadTimeS + 3 * UNITS[i].lagS) * 1000,
+      }));
+      split(Math.round(need), units, now * 1000).forEach((share, i) => {
+        const a = Math.exp(-1 / UNITS[i].lagS);
+        const overdriven = (share - ahead(i, now) * a) / (1 - a);
+        const value =
+          share > 0
+            ? Math.min(units[i].maxDischargeW, Math.max(0, overdriven))
+            : share < 0
+              ? Math.max(-units[i].maxChargeW, Math.min(0, overdriven))
+              : 0;
+        // The device's smallest power is 50 W: a share below it is standby, an overdrive's tail stays at it.
+        const rounded = Math.abs(share) < MIN_W ? 0 : Math.sign(share) * Math.max(MIN_W, Math.round(Math.abs(value)));
+        if (Math.abs(rounded - last[i]) > MOVE_W || (rounded === 0 && last[i] !== 0) || Math.sign(rounded) !== Math.sign(last[i]))
+          write(i, rounded, now);
+      });
+    }
+    if (k % Math.round(sampleMs / 1000 / dt) === 0) record.samples.push(sample(house, sims));
+  }
+  record.house = totals(house);
+  return record;
+}
+
+// ---- figures ----
+
+function figures(record, seconds) {
+  const { samples } = record;
+  let error = 0;
+  let opposite = 0;
+  let activeTime = 0;
+  let lowTime = 0;
+  let lowActive = 0;
+  let lowAll = 0;
+  for (let i = 1; i < samples.length; i++) {
+    const s = samples[i];
+    const h = (s.t - samples[i - 1].t) / 3600;
+    error += Math.abs(s.grid - TARGET_W) * h;
+    const charging = s.units.reduce((sum, u) => sum + Math.max(0, -u.b), 0);
+    const discharging = s.units.reduce((sum, u) => sum + Math.max(0, u.b), 0);
+    const signs = new Set(s.units.map((u) => Math.sign(u.s)).filter((x) => x !== 0));
+    if (signs.size > 1) opposite += Math.min(charging, discharging) * h;
+    activeTime += s.units.filter((u) => u.active).length * h;
+    if (Math.abs(s.net) <= LOW_LOAD_W) {
+      // Units the controller keeps running (a lag's tail after a standby is the plant's, not the controller's).
+      const commanded = s.units.filter((u) => u.s !== 0).length;
+      lowTime += h;
+      lowActive += commanded * h;
+      if (commanded === s.units.length) lowAll += h;
+    }
+  }
+  const at = (t) => samples.find((s) => s.t >= t) ?? samples.at(-1);
+  const spread = (s) => Math.max(...s.units.map((u) => u.soc)) - Math.min(...s.units.map((u) => u.soc));
+  const hours = (samples.at(-1).t - samples[0].t) / 3600;
+  return {
+    errorWh: error.toFixed(1),
+    moved: `${record.house.movedWh.toFixed(3)} (${((100 * record.house.movedWh) / record.house.groupWh).toFixed(1)} %; ${opposite.toFixed(2)} commanded opposite ways)`,
+    selfUse: `${record.house.selfUseWh.toFixed(2)} (${(activeTime / hours).toFixed(2)})`,
+    lowLoad: lowTime > 0 ? `${(lowActive / lowTime).toFixed(2)} (all ${((100 * lowAll) / lowTime).toFixed(0)} %)` : '–',
+    spread: [0, seconds / 2, seconds].map((t) => spread(at(t)).toFixed(2)).join(' → '),
+    writes: record.writes.map((w) => ((w * 60) / seconds).toFixed(1)).join(' · '),
+  };
+}
+
+async function main() {
+  const settings = options(process.argv.slice(2));
+  UNITS = ALL_UNITS.slice(0, settings.units);
+  const notes = [];
+  const rows = [];
+  if (settings.only.includes('nodes'))
+    rows.push({ label: 'one zero feed-in node per unit (Node-RED)', record: await nodesRun(settings.seconds, notes) });
+  if (settings.only.includes('equal'))
+    rows.push({ label: 'oracle, equal split', record: oracleRun(settings.seconds, (total, units) => equalSplit(total, units)) });
+  if (settings.only.includes('group'))
+    rows.push({ label: 'oracle, group split (splitGroup)', record: oracleRun(settings.seconds, groupSplit()) });
+  console.log(
+    `\nSeveral batteries behind one meter: ${settings.seconds} s; ${UNITS.map((u) => `${u.key} (${u.model} class, ${u.initialSoc} %, dead time ${u.deadTimeS} s, lag ${u.lagS} s)`).join(' and ')}; ` +
+      `a meter reading every second to every controller; a kettle 20-50 s, a cloud 62-88 s.\n`,
+  );
+  const columns = [
+    ['grid error, ∫ abs(grid) dt (Wh)', 'errorWh'],
+    ['moved from one unit into the other (Wh; share of the group’s energy)', 'moved'],
+    ['self-use of active units (Wh; mean active units)', 'selfUse'],
+    [`units commanded to move power at low load, load − PV within ±${LOW_LOAD_W} W (mean)`, 'lowLoad'],
+    ['SOC spread, points (start → half way → end)', 'spread'],
+    [`writes per minute (${UNITS.map((u) => u.key).join(' · ')})`, 'writes'],
+  ];
+  console.log(`| controller | ${columns.map(([label]) => label).join(' | ')} |`);
+  console.log(`|---|${columns.map(() => '---').join('|')}|`);
+  for (const row of rows) {
+    const f = figures(row.record, settings.seconds);
+    console.log(`| ${row.label} | ${columns.map(([, key]) => f[key]).join(' | ')} |`);
+  }
+  if (settings.long) longRun();
+  for (const note of notes) console.log(`\nNote: ${note}`);
+}
+
+/** SOC of each unit and their spread every half hour through a long discharge and a long charge, for the oracles. */
+function longRun() {
+  const runs = [
+    { label: 'equal split', record: oracleRun(LONG_S, (total, units) => equalSplit(total, units), LONG_HOUSE, 60000) },
+    { label: 'group split', record: oracleRun(LONG_S, groupSplit(), LONG_HOUSE, 60000) },
+  ];
+  console.log(
+    `\nLong run, oracles in simulated time: 3 h of 700 W with no PV (discharge), then 3 h of 2.6 kW PV (charge). ` +
+      `SOC ${UNITS.map((u) => u.key).join(' / ')} and spread (points), every 30 min:\n`,
+  );
+  const times = Array.from({ length: LONG_S / 1800 + 1 }, (_, i) => i * 1800);
+  console.log(`| controller | ${times.map((t) => `${t / 3600} h`).join(' | ')} | moved between units (Wh; share) | self-use (Wh) |`);
+  console.log(`|---|${times.map(() => '---').join('|')}|---|---|`);
+  for (const { label, record } of runs) {
+    const cells = times.map((t) => {
+      const s = record.samples.find((x) => x.t >= t - 30) ?? record.samples.at(-1);
+      const socs = s.units.map((u) => u.soc);
+      return `${socs.map((x) => x.toFixed(0)).join(' / ')} (${(Math.max(...socs) - Math.min(...socs)).toFixed(0)})`;
+    });
+    const { movedWh, groupWh, selfUseWh } = record.house;
+    console.log(
+      `| ${label} | ${cells.join(' | ')} | ${movedWh.toFixed(2)} (${((100 * movedWh) / groupWh).toFixed(2)} %) | ${selfUseWh.toFixed(0)} |`,
+    );
+  }
+}
+
+main()
+  .catch((error) => {
+    console.error(error);
+    process.exitCode = 1;
+  })
+  // Node-RED's server and timers keep the process alive.
+  .finally(() => process.exit());
