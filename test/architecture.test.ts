@@ -90,6 +90,10 @@ function functionLengths(file: string): { name: string; lines: number }[] {
   return found;
 }
 
+/** The layers in the README's order: each imports only from itself and the ones before it. */
+const LAYERS = ['errors', 'numbers', 'points', 'device', 'control', 'discovery', 'editor', 'flow', 'simulator', 'cli', 'index'];
+const layerOf = (file: string) => LAYERS.indexOf(file.split('/')[1].replace(/\.ts$/, ''));
+
 describe('architecture', () => {
   it('names its layers: at least four folders under src/ and at most eight files at its top', () => {
     const entries = fs.readdirSync(path.join(ROOT, 'src'), { withFileTypes: true });
@@ -100,6 +104,17 @@ describe('architecture', () => {
   it('has no import circle in src/ or nodes/', () => {
     const found = circles();
     should(found).eql([], `import circles: ${found.map((circle) => circle.join(' ↔ ')).join('; ')}`);
+  });
+
+  it("imports only from the layers before its own, in the README's order", () => {
+    const src = FILES.filter((file) => file.startsWith('src/'));
+    should(src.filter((file) => layerOf(file) === -1)).eql([], 'a file outside the known layers');
+    const upward = src.flatMap((file) =>
+      GRAPH.get(file)!
+        .filter((imported) => layerOf(imported) > layerOf(file))
+        .map((imported) => `${file} → ${imported}`),
+    );
+    upward.should.eql([]);
   });
 
   it('finds an import circle where there is one (the check itself)', () => {

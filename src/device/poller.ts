@@ -5,7 +5,12 @@
  */
 import type { ReadResult } from './client';
 import { DeviceError } from '../errors';
-import { type DeadBand } from '../editor/inputs';
+
+/** A read node's dead band: for every numeric point, and by point key (name, or address for an extra address). */
+export interface DeadBand {
+  all: number;
+  byPoint: Map<string, number>;
+}
 
 export const NO_DEAD_BAND: DeadBand = { all: 0, byPoint: new Map() };
 

@@ -4,6 +4,7 @@
  * with the same ValidationError (field, short preview, allowed range). The editor runs this very code: it is built for
  * the browser with the other rules (src/editor/editor-rules.ts) and served beside the catalogue.
  */
+import type { DeadBand } from '../device/poller';
 import { ValidationError } from '../errors';
 import { DECIMAL, decimalNumber } from '../numbers';
 import { MAX_PASSWORD_BYTES, MIN_INTERVAL_FLOOR_MS, NAMESPACE_PATTERN, NUMBER_DEFAULTS, checkHost, checkNamespace } from '../device/rules';
@@ -188,12 +189,6 @@ export function deviceLimits(values: { chargeLimit?: number; dischargeLimit?: nu
     chargeLimit: values.chargeLimit ?? values.powerLimit ?? POWER_LIMIT.default,
     dischargeLimit: values.dischargeLimit ?? values.powerLimit ?? POWER_LIMIT.default,
   };
-}
-
-/** A read node's dead band: for every numeric point, and by point key (name, or address for an extra address). */
-export interface DeadBand {
-  all: number;
-  byPoint: Map<string, number>;
 }
 
 const DEAD_BAND_FORM =
