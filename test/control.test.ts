@@ -311,6 +311,19 @@ describe('control logic (src/control/control.ts)', () => {
       simulator.stats.byOperation['Vendor.SetData'].should.equal(3);
     });
 
+    it('sends a setpoint equal to the last one acknowledged when a different one is on its way: that one would stand', async () => {
+      await start(REAL_TIME.mode);
+      await client.read([WORKING_MODE_READ_ADDRESS]);
+      const controller = new RealTimeController(client, { ...SETTINGS, switchMode: false });
+      (await controller.apply(discharge(900))).status.should.equal('written');
+      // A pulse goes out, and before it is acknowledged the setpoint before it is wanted again (a loop switched off).
+      const pulse = controller.apply(discharge(1000));
+      const back = controller.apply(discharge(900));
+      await pulse;
+      (await back).status.should.equal('written');
+      simulator.control.should.containEql({ state: STATE_CODES.discharge, power: 900 });
+    });
+
     it('checks every setting, naming the one that is wrong', () => {
       (() => controlSettings({ repeat: '1e400' })).should.throw(/repeat time.*"1e400".*0 to 604800 s/);
       (() => controlSettings({ power: 5000 })).should.throw(/power.*to 2400 W/);

@@ -430,8 +430,10 @@ export class RealTimeController {
   ): Promise<ControlOutcome> {
     const given = this.state.stamp();
     await this.awaitLearning();
-    if (!force && this.isRepeat(command)) return { status: 'repeat', modeChanged: false };
     const earlier = this.underWay;
+    // A different setpoint on its way would stand unless this one follows it, though this one was acknowledged last.
+    const passing = earlier !== undefined && !sameSetpoint(earlier.command, command);
+    if (!force && !passing && this.isRepeat(command)) return { status: 'repeat', modeChanged: false };
     if (!force && earlier && sameSetpoint(earlier.command, command)) {
       // The same setpoint is on its way: its outcome decides, so that a failure of it does not lose this one.
       await earlier.outcome.catch(() => undefined);
