@@ -11,6 +11,7 @@ const DIR = path.join('dist', 'test');
 // The slowest files, slowest first (mocha --reporter spec shows each test's time).
 const SLOW = [
   'node-zero-feed-in',
+  'node-zero-feed-in-exits',
   'editor',
   'examples-home-assistant',
   'node-read',
