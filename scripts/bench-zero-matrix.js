@@ -437,7 +437,16 @@ function exits(record) {
 function oldBuild(notes) {
   const dir = path.join(os.tmpdir(), `localbattery-bench-${OLD_COMMIT}`);
   const done = path.join(dir, 'built');
-  if (fs.existsSync(done)) return path.join(dir, 'dist');
+  const modules = path.join(dir, 'node_modules');
+  // The cache outlives the checkout that built it: its modules are always this checkout's.
+  const linkModules = () => {
+    fs.rmSync(modules, { force: true });
+    fs.symlinkSync(path.join(ROOT, 'node_modules'), modules);
+  };
+  if (fs.existsSync(done)) {
+    linkModules();
+    return path.join(dir, 'dist');
+  }
   try {
     execFileSync('git', ['-C', ROOT, 'cat-file', '-e', `${OLD_COMMIT}^{commit}`], { stdio: 'ignore' });
   } catch {
@@ -450,7 +459,7 @@ function oldBuild(notes) {
     '-c',
     `git -C "${ROOT}" archive ${OLD_COMMIT} src nodes icons scripts/copy-assets.js tsconfig.json | tar -x -C "${dir}"`,
   ]);
-  fs.symlinkSync(path.join(ROOT, 'node_modules'), path.join(dir, 'node_modules'));
+  linkModules();
   execFileSync(process.execPath, [path.join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', path.join(dir, 'tsconfig.json')]);
   execFileSync(process.execPath, [path.join(dir, 'scripts', 'copy-assets.js')]);
   fs.writeFileSync(done, `${OLD_COMMIT}\n`);
