@@ -26,6 +26,7 @@ const { DeviceSimulator } = require(path.join(dist, 'simulator'));
 const { Regulator } = require(path.join(dist, 'control', 'regulator'));
 const { zeroFeedInSettings } = require(path.join(dist, 'editor', 'inputs'));
 const { parseControl, controlValues } = require(path.join(dist, 'control', 'control'));
+const { REAL_TIME } = require(path.join(dist, 'points', 'catalogue'));
 
 const H = 3600;
 const DT = 0.2;
@@ -137,7 +138,7 @@ function regulatorLoop(sim) {
       if (request.kind === 'read') Object.assign(answer, { soc: sim.soc, battery: sim.batteryPower });
       else {
         regulator.started(ms(now));
-        sim.setData(47015, controlValues(request.command));
+        sim.setData(REAL_TIME.stateAddress, controlValues(request.command));
         loop.writes++;
         loop.setpoint = signed(request.command);
       }
@@ -169,7 +170,7 @@ function oracleLoop(sim) {
       const need = Math.max(low, Math.min(high, Math.max(load - settings.regulator.target, Math.min(0, load))));
       const s = Math.round(Math.max(low, Math.min(high, (need - ahead(now) * a) / (1 - a))));
       if (loop.setpoint !== undefined && Math.abs(s - loop.setpoint) <= 20) return;
-      sim.setData(47015, controlValues(parseControl(s, controlOptions)));
+      sim.setData(REAL_TIME.stateAddress, controlValues(parseControl(s, controlOptions)));
       writes.push({ t: now, s });
       if (writes.length > 8) writes.shift();
       loop.writes++;

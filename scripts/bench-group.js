@@ -31,6 +31,7 @@ const path = require('node:path');
 const { zeroFlow, drive } = require('./bench-zero-matrix.js');
 
 const DIST = path.resolve(__dirname, '..', 'dist');
+const { REAL_TIME } = require(path.join(DIST, 'src', 'points', 'catalogue.js'));
 const TARGET_W = 0;
 const SAMPLE_MS = 100;
 const FAST = [80, 120];
@@ -227,7 +228,7 @@ function oracleRun(seconds, split, scenario = HOUSE, sampleMs = SAMPLE_MS) {
   };
   const write = (i, value, now) => {
     const values = value > 0 ? [2, value, 10] : value < 0 ? [1, -value, 100] : [0, 0, 10];
-    if (!sims[i].setData(47015, values)) throw new Error(`unit ${UNITS[i].key} refused ${value} W`);
+    if (!sims[i].setData(REAL_TIME.stateAddress, values)) throw new Error(`unit ${UNITS[i].key} refused ${value} W`);
     writes[i].push({ t: now, s: value });
     if (writes[i].length > 20) writes[i].shift();
     last[i] = value;

@@ -42,6 +42,7 @@ const path = require('node:path');
 
 const ROOT = path.resolve(__dirname, '..');
 const DIST = path.join(ROOT, 'dist');
+const { REAL_TIME } = require(path.join(DIST, 'src', 'points', 'catalogue.js'));
 const OLD_COMMIT = 'effbcd8';
 const TARGET_W = 0;
 const SAMPLE_MS = 100;
@@ -298,7 +299,7 @@ function oracle(DeviceSimulator, variant, seconds) {
     Math.min(LIMIT_W, ...(variant.sim.derating ?? []).filter((d) => t >= d.atS && t < d.atS + d.durationS).map((d) => d.maxW));
   const write = (power) => {
     const values = power > 0 ? [2, power, 10] : power < 0 ? [1, -power, 100] : [0, 0, 10];
-    sim.setData(47015, values);
+    sim.setData(REAL_TIME.stateAddress, values);
     writes.push({ t: sim.simulatedSeconds, s: power });
     lastSet = power;
     record.writes++;

@@ -192,6 +192,9 @@ describe('localbattery-zero-feed-in node: stops, redeploys and exits', function 
     // Another node writes the power alone: the battery now discharges 1000 W (the state stays discharge).
     helper.getNode('write1').receive({ payload: 1000 });
     await until(() => simulator.control.power === 1000, 10000, '1000 W');
+    // The write node's answer has come back (its status shows it written): the device state knows the 1000 W.
+    const write = helper.getNode('write1');
+    await until(() => lastStatus(write)?.fill === 'green', 10000, 'the write answered');
     const from = outputs.length;
     // The grid shows the 400 W more the battery gives: the load is still 600 W, so back to 600 W in one step.
     node.receive({ payload: -400 });

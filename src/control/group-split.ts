@@ -22,6 +22,7 @@
  * - Limits. No unit gets more than its own limits (its class's and the owner's) or less than the minimum power; what
  *   the units cannot carry is reported as unmet.
  */
+import { CONTROL_LIMITS } from './control';
 
 /** One battery of the group as the split sees it. */
 export interface GroupUnit {
@@ -65,7 +66,8 @@ export interface SplitOptions {
 }
 
 export const SPLIT_DEFAULTS: SplitOptions = {
-  minPowerW: 50,
+  // The device's least power (47016's minimum in the catalogue): below it a unit is in standby.
+  minPowerW: CONTROL_LIMITS.power.min,
   joinShare: 0.8,
   leaveShare: 0.6,
   rotateMarginPct: 5,
