@@ -1,14 +1,14 @@
 /**
- * Zero feed-in without Node-RED: wires a Regulator (src/control/regulator.ts) to a device session. It feeds the
- * regulator grid readings (given, or read from the device's own meter through the shared queue) and battery power,
- * sends its setpoints with RealTimeController, follows other writers of the same device, drives the pulse follow-ups
+ * Zero feed-in without Node-RED: wires a Regulator (src/control/regulator.ts) to a plant (src/control/device-plant.ts:
+ * one device's session, or a group of devices). It feeds the regulator grid readings (given, or read from the device's
+ * own meter through the shared queue) and battery power, sends its setpoints through the plant, follows other writers
+ * of the same device, drives the pulse follow-ups
  * and the meter time-out by a timer, and on disable, close or a silent meter leaves the battery as configured. The
  * node (nodes/localbattery-zero-feed-in.ts) only turns messages into calls and decisions into messages and a status.
  */
-import { REAL_TIME, pointByName } from '../points/catalogue';
 import type { ClientSession } from '../device/client';
-import { CONTROL_DEFAULTS, RealTimeController, STATE_CODES, parseControl, type ControlCommand, type ControllerSettings } from './control';
-import { Regulator, gridReading, type Decision, type RegulatorSettings } from './regulator';
+import { DevicePlant, type BatteryPlant } from './device-plant';
+import { Regulator, type Decision, type RegulatorSettings } from './regulator';
 
 /** Where grid readings come from, and what a stop or disable leaves (node settings). */
 export const METER_SOURCES = ['message', 'device'] as const;
@@ -32,12 +32,6 @@ export interface ZeroFeedInHost {
   implausibleBattery(power: number): void;
 }
 
-const address = (name: string) => pointByName(name)!.address;
-const METER = address('meterPower');
-const METER_1600 = address('meterPower1600');
-const BATTERY = address('batteryPower');
-const SOC = address('batterySoc');
-const SELF_CONSUMPTION = 1;
 /** With the meter from messages, battery power and SOC are read this often (one request, shared with the others)... */
 const STATE_READ_MS = 30000;
 /** ...and this often while it steers: a battery that falls short of its setpoint is seen within seconds (this cost
@@ -52,15 +46,9 @@ const ANSWER_MS = 1000;
 /** How often the regulator's clock is looked at (pulse follow-ups, a silent meter). */
 const TICK_MS = 250;
 
-/** The signed watts a command gives the battery (6000's sign): what the device acknowledged. */
-function signedPower(command: ControlCommand): number {
-  return command.state === 'charge' ? -command.power : command.state === 'discharge' ? command.power : 0;
-}
-
 export class ZeroFeedInController {
   readonly regulator: Regulator;
-  private readonly controller: RealTimeController;
-  private readonly controlOptions: ControllerSettings;
+  readonly plant: BatteryPlant;
   private readonly timers = new Set<NodeJS.Timeout>();
   private tickTimer: NodeJS.Timeout | undefined;
   /** The hand-backs under way (disable, time-out), so that a close waits for every one rather than racing them. */
@@ -72,8 +60,9 @@ export class ZeroFeedInController {
   private stateReadAt = -Infinity;
   private warnedBattery = false;
 
+  /** `steered`: one device's session, or a plant (a group of devices, src/control/group-plant.ts). */
   constructor(
-    private readonly session: ClientSession,
+    steered: ClientSession | BatteryPlant,
     private readonly config: ZeroFeedInConfig,
     private readonly host: ZeroFeedInHost,
     private readonly now: () => number = () => performance.now(),
@@ -81,25 +70,14 @@ export class ZeroFeedInController {
     // The device's meter may be up to its refresh older than the battery power read with it: a longer meter delay.
     const slow = { ...config.regulator.slow };
     if (config.meterSource === 'device') slow.meterDelayS += DEVICE_METER_REFRESH_S;
-    this.regulator = new Regulator({ ...config.regulator, slow, requestIntervalMs: session.client.minIntervalMs }, now());
-    this.controlOptions = {
-      power: config.regulator.minPower,
-      chargeSoc: config.regulator.chargeSoc,
-      dischargeSoc: config.regulator.dischargeSoc,
-      clamp: true,
-      // The regulator keeps within its own maximum powers; the device's limits are the last check.
-      limits: session.limits,
-      switchMode: true,
-      repeatMs: CONTROL_DEFAULTS.repeatSeconds * 1000,
-      modeCheckMs: CONTROL_DEFAULTS.modeCheckSeconds * 1000,
-    };
-    this.controller = new RealTimeController(session, this.controlOptions);
+    this.plant = 'apply' in steered ? steered : new DevicePlant(steered, config.regulator);
+    this.regulator = new Regulator({ ...config.regulator, slow, requestIntervalMs: this.plant.minIntervalMs }, now());
   }
 
   /** Starts the reads and the clock. */
   start(): void {
     // What an earlier deployment saw of the working mode may be stale: the first setpoint waits for one read of it.
-    void this.controller.learnMode();
+    void this.plant.learn();
     if (this.config.meterSource === 'device') this.later(() => this.pollMeter(), 0);
     else this.later(() => this.pollState(), 0);
     // A pulse's follow-up is due by time, and a silent meter is looked for.
@@ -161,20 +139,15 @@ export class ZeroFeedInController {
    * mode since this controller's last write: that is the state now, and the next reading steers from it.
    */
   private followOthers(): void {
-    const mode = this.session.knownValue(REAL_TIME.modeAddress);
-    const state = this.session.knownValue(REAL_TIME.stateAddress);
-    const power = this.session.knownValue(REAL_TIME.powerAddress);
-    // A write of the power (47016) alone changes the setpoint as well.
-    const newest = Math.max(mode?.at ?? -Infinity, state?.at ?? -Infinity, power?.at ?? -Infinity);
-    if (newest <= this.ownWriteAt) return;
-    this.ownWriteAt = newest;
+    const other = this.plant.othersWrote(this.ownWriteAt);
+    if (!other) return;
+    this.ownWriteAt = other.at;
     // Handed back by another: only a controller that steers has a state to drop (at the start, the read of 6000 stands).
-    if (mode && mode.at === newest && mode.value !== REAL_TIME.mode) {
+    if (other.handedBack) {
       if (this.regulator.steering) this.regulator.handedBack();
-    } else if (state && power && typeof power.value === 'number') {
-      const watts = state.value === STATE_CODES.charge ? -power.value : state.value === STATE_CODES.discharge ? power.value : 0;
+    } else if (other.watts !== undefined) {
       // Carried out when it arrived, up to an answer time before it was acknowledged.
-      this.regulator.acknowledge(watts, newest, newest - ANSWER_MS);
+      this.regulator.acknowledge(other.watts, other.at, other.at - ANSWER_MS);
     }
   }
 
@@ -208,10 +181,9 @@ export class ZeroFeedInController {
   private async send(watts: number, urgent = false): Promise<void> {
     const regulator = this.regulator;
     try {
-      const command = parseControl(watts, this.controlOptions);
-      const outcome = await this.controller.apply(command, false, undefined, { urgent, onStart: () => regulator.started(this.now()) });
-      if (outcome.status === 'superseded') regulator.failed(true);
-      else regulator.acknowledge(signedPower(command), this.now());
+      const outcome = await this.plant.apply(watts, { urgent, onStart: () => regulator.started(this.now()) });
+      if (outcome.superseded) regulator.failed(true);
+      else regulator.acknowledge(outcome.watts, this.now());
       this.ownWriteAt = this.now();
       if (!this.closed) this.host.changed();
     } catch (error) {
@@ -237,7 +209,7 @@ export class ZeroFeedInController {
           await this.send(steady.setpoint!, true);
         }
       } else if (how === 'self-consumption') {
-        await this.session.write(REAL_TIME.modeAddress, SELF_CONSUMPTION);
+        await this.plant.selfConsumption();
         this.ownWriteAt = this.now();
         this.regulator.handedBack();
       } else {
@@ -259,12 +231,8 @@ export class ZeroFeedInController {
   private async readDevice(withMeter: boolean): Promise<void> {
     const asked = this.now();
     try {
-      const { values } = await this.session.read(withMeter ? [METER, METER_1600, BATTERY, SOC] : [BATTERY, SOC]);
-      const number = (a: number) => (typeof values.get(a) === 'number' ? (values.get(a) as number) : undefined);
-      const soc = number(SOC);
+      const { battery, soc, meter } = await this.plant.read(withMeter);
       if (soc !== undefined) this.regulator.observeSoc(soc, this.now());
-      const battery = number(BATTERY);
-      const meter = gridReading(values.get(METER) ?? values.get(METER_1600));
       // The meter may be up to its refresh older than 6000: the battery counts as a read-back, the models bridge the age.
       if (battery !== undefined) this.regulator.observeBattery(battery, this.now(), asked);
       if (withMeter && meter !== undefined) this.reading(meter);

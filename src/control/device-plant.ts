@@ -1,0 +1,135 @@
+/**
+ * What the zero feed-in controller (src/control/zero-feed-in.ts) steers: a plant that takes a total setpoint, gives
+ * back battery power and SOC, hands back to the device's own self-consumption, and says what other writers did. One
+ * device (DevicePlant, here: a session, its RealTimeController and the shared queue) or several behind one meter
+ * (GroupPlant, src/control/group-plant.ts). The controller's regulator steers the plant's total either way.
+ */
+import { REAL_TIME, pointByName, type PowerLimits } from '../points/catalogue';
+import type { ClientSession } from '../device/client';
+import { CONTROL_DEFAULTS, RealTimeController, STATE_CODES, parseControl, type ControlCommand, type ControllerSettings } from './control';
+import { gridReading, type RegulatorSettings } from './regulator';
+
+/** A setpoint's outcome: superseded by a newer one, or the signed watts (6000's sign) now in force. */
+export interface PlantOutcome {
+  superseded: boolean;
+  watts: number;
+}
+
+/** One read of the plant: battery power (W, positive discharging), SOC (%) and the device's meter, where read. */
+export interface PlantReading {
+  battery?: number;
+  soc?: number;
+  meter?: number;
+}
+
+/** Another writer's last change (when): it handed back (a working mode other than real-time), or the setpoint now. */
+export interface OthersWrite {
+  at: number;
+  handedBack: boolean;
+  /** W, signed like 6000, where known. */
+  watts?: number;
+}
+
+export interface SendOptions {
+  /** Ahead of waiting reads (an overdrive's next step). */
+  urgent: boolean;
+  /** Called once the first request of it goes out. */
+  onStart: () => void;
+}
+
+export interface BatteryPlant {
+  /** The shortest time between two requests to one device (ms): an overdrive's halves are that far apart. */
+  readonly minIntervalMs: number;
+  /** The most the plant charges and discharges, W. */
+  readonly limits: PowerLimits;
+  /** Reads what the working mode is (an earlier deployment's knowledge may be stale). */
+  learn(): Promise<void>;
+  /** Sends a total setpoint (W, signed like 6000). Rejects on a failure of the whole plant. */
+  apply(watts: number, options: SendOptions): Promise<PlantOutcome>;
+  read(withMeter: boolean): Promise<PlantReading>;
+  /** Hands the battery back to the device's own self-consumption. */
+  selfConsumption(): Promise<void>;
+  /** A change by another writer in this process after `since` (performance.now()), if any. */
+  othersWrote(since: number): OthersWrite | undefined;
+}
+
+const address = (name: string) => pointByName(name)!.address;
+const METER = address('meterPower');
+const METER_1600 = address('meterPower1600');
+const BATTERY = address('batteryPower');
+const SOC = address('batterySoc');
+const SELF_CONSUMPTION = 1;
+
+/** The signed watts a command gives the battery (6000's sign): what the device acknowledged. */
+function signedPower(command: ControlCommand): number {
+  return command.state === 'charge' ? -command.power : command.state === 'discharge' ? command.power : 0;
+}
+
+/** One device: its session (the shared queue), its own RealTimeController and limits. */
+export class DevicePlant implements BatteryPlant {
+  private readonly controller: RealTimeController;
+  private readonly controlOptions: ControllerSettings;
+
+  constructor(
+    readonly session: ClientSession,
+    settings: Pick<RegulatorSettings, 'minPower' | 'chargeSoc' | 'dischargeSoc'>,
+  ) {
+    this.controlOptions = {
+      power: settings.minPower,
+      chargeSoc: settings.chargeSoc,
+      dischargeSoc: settings.dischargeSoc,
+      clamp: true,
+      // The regulator keeps within its own maximum powers; the device's limits are the last check.
+      limits: session.limits,
+      switchMode: true,
+      repeatMs: CONTROL_DEFAULTS.repeatSeconds * 1000,
+      modeCheckMs: CONTROL_DEFAULTS.modeCheckSeconds * 1000,
+    };
+    this.controller = new RealTimeController(session, this.controlOptions);
+  }
+
+  get minIntervalMs(): number {
+    return this.session.client.minIntervalMs;
+  }
+
+  get limits(): PowerLimits {
+    return this.session.limits;
+  }
+
+  async learn(): Promise<void> {
+    await this.controller.learnMode();
+  }
+
+  async apply(watts: number, options: SendOptions): Promise<PlantOutcome> {
+    const command = parseControl(watts, this.controlOptions);
+    const outcome = await this.controller.apply(command, false, undefined, options);
+    return { superseded: outcome.status === 'superseded', watts: signedPower(command) };
+  }
+
+  async read(withMeter: boolean): Promise<PlantReading> {
+    const { values } = await this.session.read(withMeter ? [METER, METER_1600, BATTERY, SOC] : [BATTERY, SOC]);
+    const number = (a: number) => (typeof values.get(a) === 'number' ? (values.get(a) as number) : undefined);
+    return {
+      battery: number(BATTERY),
+      soc: number(SOC),
+      meter: withMeter ? gridReading(values.get(METER) ?? values.get(METER_1600)) : undefined,
+    };
+  }
+
+  async selfConsumption(): Promise<void> {
+    await this.session.write(REAL_TIME.modeAddress, SELF_CONSUMPTION);
+  }
+
+  othersWrote(since: number): OthersWrite | undefined {
+    const mode = this.session.knownValue(REAL_TIME.modeAddress);
+    const state = this.session.knownValue(REAL_TIME.stateAddress);
+    const power = this.session.knownValue(REAL_TIME.powerAddress);
+    // A write of the power (47016) alone changes the setpoint as well.
+    const newest = Math.max(mode?.at ?? -Infinity, state?.at ?? -Infinity, power?.at ?? -Infinity);
+    if (newest <= since) return undefined;
+    if (mode && mode.at === newest && mode.value !== REAL_TIME.mode) return { at: newest, handedBack: true };
+    if (!state || !power || typeof power.value !== 'number') return { at: newest, handedBack: false };
+    const watts = state.value === STATE_CODES.charge ? -power.value : state.value === STATE_CODES.discharge ? power.value : 0;
+    return { at: newest, handedBack: false, watts };
+  }
+}
