@@ -89,6 +89,34 @@ describe('simulator: several batteries behind one meter', function () {
     shared.movedBetweenUnitsWh.should.be.approximately(6, 1e-6);
   });
 
+  it('a unit switched off stops at once, draws no self-use, keeps its SOC and answers nothing', async () => {
+    const shared = house({ selfUseW: 30 });
+    const a = unit(shared, { port: 0, initialSoc: 70 });
+    const b = unit(shared, { serialNumber: 'SIM0000000000002' });
+    await a.start();
+    try {
+      setpoint(a, 600);
+      setpoint(b, 200);
+      a.tick(10);
+      a.gridPower.should.be.approximately(500 - 200 - 800 + 60, 1e-6);
+      const soc = a.exactSoc;
+      a.switchOff();
+      a.tick(10);
+      a.batteryPower.should.equal(0);
+      a.active.should.be.false();
+      a.exactSoc.should.equal(soc);
+      a.gridPower.should.be.approximately(500 - 200 - 200 + 30, 1e-6);
+      await a.ready();
+      const refused = await fetch(`${a.url}/rpc/Vendor.GetData?config={"t":[6000]}`).then(
+        () => false,
+        () => true,
+      );
+      refused.should.be.true();
+    } finally {
+      await a.stop();
+    }
+  });
+
   it('steps every unit on one clock, each with its own dead time and lag', () => {
     const shared = house({ selfUseW: 0 });
     const slow = unit(shared, { deadTimeS: 1, lagS: 2 });

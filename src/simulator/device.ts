@@ -159,6 +159,8 @@ export class DeviceModel implements HouseUnit {
   batteryPowerW = 0;
   /** The converter runs: it acts on a command to move power, or its power has not yet died away (ACTIVE_W). */
   active = false;
+  /** Switched off (DeviceSimulator.switchOff): moves no power and answers nothing. */
+  switchedOff = false;
   /** Wh into the battery over the last step (negative: out of it). */
   private movedWh = 0;
   readonly settingsByName = new Map<string, number>();
@@ -359,6 +361,13 @@ export class DeviceModel implements HouseUnit {
 
   /** The house steps the battery: it acts on what it was asked dead-time ago (over this step: at its start), with a first-order lag. */
   stepBattery(t: number, dt: number, netLoadW: number): number {
+    if (this.switchedOff) {
+      // Switched off: no power, no self-use, the SOC stays.
+      this.batteryPowerW = 0;
+      this.active = false;
+      this.movedWh = 0;
+      return 0;
+    }
     const demand = this.classLimited(this.batteryDemand(netLoadW));
     const { power: wanted, floor, ceiling } = this.delayed(this.demands, t, this.deadTimeS > 0 ? this.deadTimeS + dt : 0, demand, IDLE);
     const cap = this.deliverable(t);

@@ -242,6 +242,13 @@ export class DeviceSimulator {
     if (fault !== 'offline' && wasOffline) this.enqueue(() => this.listenHttp(this.http.listeningPort)).catch(() => undefined);
   }
 
+  /** The unit is switched off: its battery stops at once and it answers nothing (offline) until the simulator stops. */
+  switchOff(): void {
+    this.device.advance();
+    this.device.switchedOff = true;
+    this.setFault('offline');
+  }
+
   get currentFault(): Fault | null {
     return this.http.fault;
   }

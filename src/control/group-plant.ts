@@ -1,0 +1,256 @@
+/**
+ * Several batteries behind one meter as one plant for the zero feed-in controller (issue 25). The regulator steers the
+ * group's total (its limits are the sums of the units'; its response is what the meter sees); each total is split
+ * with splitGroup (src/control/group-split.ts: one direction, staging, balance by SOC) and each unit's share goes
+ * through that unit's own DevicePlant (its RealTimeController and its own queue), all units in parallel. Each unit's
+ * battery power and SOC (6000, 6002) are read from it and fed to unitHealth (src/control/unit-health.ts): a unit that
+ * is unreachable or far short of its share is left out for a while and the total is split again over the others at
+ * once. Left out, a unit is not steered: its power counts as load, as the meter sees it.
+ */
+import type { ClientSession } from '../device/client';
+import type { PowerLimits } from '../points/catalogue';
+import { DevicePlant, type BatteryPlant, type OthersWrite, type PlantOutcome, type PlantReading, type SendOptions } from './device-plant';
+import { SPLIT_DEFAULTS, splitGroup, type GroupUnit, type SplitMemory, type SplitOptions, type UnitReason } from './group-split';
+import type { RegulatorSettings } from './regulator';
+import { isLeftOut, unitHealth, type HealthOptions, type LeftOutReason, type UnitHealth } from './unit-health';
+
+/** One device of the group. */
+export interface GroupMember {
+  /** Its name in messages and the status (the device configuration's name or host). */
+  id: string;
+  session: ClientSession;
+  capacityWh: number;
+}
+
+/** A unit as the output message shows it. */
+export interface UnitReport {
+  device: string;
+  /** W, signed like 6000: the setpoint it acknowledged (0 in standby). */
+  setpoint: number;
+  /** W as last read, signed like 6000; null when not read. */
+  delivered: number | null;
+  soc: number | null;
+  /** Commanded to move power. */
+  active: boolean;
+  /** Left out (not steered), and why. */
+  leftOut: LeftOutReason | false;
+  /** Why it has its setpoint (the split's reason). */
+  reason: UnitReason;
+}
+
+export interface GroupPlantOptions {
+  split?: Partial<SplitOptions>;
+  health?: Partial<HealthOptions>;
+  /** A unit's failure (the group goes on without it), or a change worth a new status. */
+  unitFailure?: (id: string, error: unknown) => void;
+  changed?: () => void;
+  now?: () => number;
+}
+
+interface Unit {
+  member: GroupMember;
+  plant: DevicePlant;
+  /** Acknowledged setpoint, since when (ms). */
+  setpointW: number;
+  since: number;
+  delivered?: { watts: number; at: number };
+  soc?: number;
+  health?: UnitHealth;
+  reason: UnitReason;
+}
+
+/** A reading older than this does not tell the split whether a unit still moves (ms). */
+const FRESH_MS = 10000;
+
+export class GroupPlant implements BatteryPlant {
+  private readonly units: Unit[];
+  private memory: SplitMemory = { units: {} };
+  /** The total the regulator asked for last (W), split again when a unit is left out or back. */
+  private total: number | undefined;
+  private readonly now: () => number;
+
+  constructor(
+    members: readonly GroupMember[],
+    private readonly settings: Pick<RegulatorSettings, 'minPower' | 'chargeSoc' | 'dischargeSoc'>,
+    private readonly options: GroupPlantOptions = {},
+  ) {
+    if (members.length === 0) throw new RangeError('a group needs at least one device');
+    const ids = new Set(members.map((m) => m.id));
+    if (ids.size !== members.length) throw new RangeError('the devices of a group must differ');
+    this.now = options.now ?? (() => performance.now());
+    this.units = members.map((member) => ({
+      member,
+      plant: new DevicePlant(member.session, settings),
+      setpointW: 0,
+      since: -Infinity,
+      reason: 'standby',
+    }));
+  }
+
+  /** The slowest unit's pace: an overdrive's halves must be apart for every unit. */
+  get minIntervalMs(): number {
+    return Math.max(...this.units.map((u) => u.plant.minIntervalMs));
+  }
+
+  get limits(): PowerLimits {
+    const sum = (key: keyof PowerLimits) => this.units.reduce((total, u) => total + u.plant.limits[key], 0);
+    return { chargeLimit: sum('chargeLimit'), dischargeLimit: sum('dischargeLimit') };
+  }
+
+  /** Each unit now, for the output message. */
+  report(): UnitReport[] {
+    const now = this.now();
+    return this.units.map((u) => ({
+      device: u.member.id,
+      setpoint: u.setpointW,
+      delivered: u.delivered ? Math.round(u.delivered.watts) : null,
+      soc: u.soc ?? null,
+      active: u.setpointW !== 0,
+      leftOut: isLeftOut(u.health, now) ? u.health!.reason! : false,
+      reason: u.reason,
+    }));
+  }
+
+  async learn(): Promise<void> {
+    await Promise.all(this.units.map((u) => u.plant.learn()));
+  }
+
+  /** Splits `watts` and sends each unit its share in parallel; the outcome's watts are the units' acknowledged sum. */
+  async apply(watts: number, options: SendOptions): Promise<PlantOutcome> {
+    this.total = watts;
+    const now = this.now();
+    const split = splitGroup(watts, this.splitUnits(now), now, this.memory, this.options.split);
+    this.memory = split.memory;
+    let started = false;
+    const onStart = () => {
+      if (!started) options.onStart();
+      started = true;
+    };
+    const sends = this.units.map((u, i) => {
+      u.reason = split.reasons[i]!;
+      // A left-out unit is not steered; one that falls short but still moves gets a standby.
+      if (isLeftOut(u.health, now) && (u.setpointW === 0 || u.health?.reason === 'unreachable')) return undefined;
+      return this.send(u, split.setpoints[i]!, { urgent: options.urgent, onStart });
+    });
+    const outcomes = await Promise.all(sends);
+    const sent = outcomes.filter((o): o is NonNullable<typeof o> => o !== undefined);
+    const failed = sent.filter((o) => 'error' in o);
+    if (sent.length > 0 && failed.length === sent.length) throw (failed[0] as { error: unknown }).error;
+    const superseded = sent.some((o) => 'superseded' in o && o.superseded);
+    return { superseded, watts: this.units.reduce((sum, u) => sum + (isLeftOut(u.health, this.now()) ? 0 : u.setpointW), 0) };
+  }
+
+  /** One unit's share; a failure counts against its health and is given back, not thrown. */
+  private async send(u: Unit, share: number, options: SendOptions): Promise<PlantOutcome | { error: unknown }> {
+    try {
+      const outcome = await u.plant.apply(share, options);
+      if (!outcome.superseded) this.acknowledged(u, outcome.watts, this.now());
+      return outcome;
+    } catch (error) {
+      this.observe(u, false);
+      this.options.unitFailure?.(u.member.id, error);
+      return { error };
+    }
+  }
+
+  private acknowledged(u: Unit, watts: number, at: number): void {
+    if (watts !== u.setpointW) u.since = at;
+    u.setpointW = watts;
+  }
+
+  /** Every unit's battery power and SOC (the meter from the first unit's); the sum of the units that are steered. */
+  async read(withMeter: boolean): Promise<PlantReading> {
+    const results = await Promise.all(
+      this.units.map((u, i) =>
+        u.plant.read(withMeter && i === 0).then(
+          (reading) => ({ reading }),
+          (error: unknown) => ({ error }),
+        ),
+      ),
+    );
+    const now = this.now();
+    let battery: number | undefined = 0;
+    let socWh = 0;
+    let capacityWh = 0;
+    let meter: number | undefined;
+    results.forEach((result, i) => {
+      const u = this.units[i]!;
+      if ('error' in result) {
+        this.observe(u, false);
+        this.options.unitFailure?.(u.member.id, result.error);
+      } else {
+        const { reading } = result;
+        if (i === 0) meter = reading.meter;
+        if (reading.soc !== undefined) u.soc = reading.soc;
+        if (reading.battery !== undefined) u.delivered = { watts: reading.battery, at: now };
+        this.observe(u, true, reading.battery);
+      }
+      if (isLeftOut(u.health, now)) return;
+      // A steered unit not read: the group's power is not known.
+      if (battery !== undefined)
+        battery = 'error' in result || result.reading.battery === undefined ? undefined : battery + result.reading.battery;
+      if (u.soc !== undefined) {
+        socWh += u.soc * u.member.capacityWh;
+        capacityWh += u.member.capacityWh;
+      }
+    });
+    if (results.every((r) => 'error' in r)) throw (results[0] as { error: unknown }).error;
+    return { battery, soc: capacityWh > 0 ? socWh / capacityWh : undefined, meter };
+  }
+
+  /** A unit's health after a request; left out or back, the last total is split again over the units now steered. */
+  private observe(u: Unit, reachable: boolean, deliveredW?: number): void {
+    const now = this.now();
+    const was = isLeftOut(u.health, now);
+    u.health = unitHealth(
+      u.health,
+      { nowMs: now, reachable, commandedW: u.setpointW, commandedSinceMs: u.since, deliveredW, settleMs: SPLIT_DEFAULTS.settleMs },
+      this.options.health,
+    );
+    if (isLeftOut(u.health, now) === was) return;
+    if (!was) u.reason = 'left out';
+    this.options.changed?.();
+    if (this.total !== undefined) void this.apply(this.total, { urgent: true, onStart: () => undefined }).catch(() => undefined);
+  }
+
+  async selfConsumption(): Promise<void> {
+    const results = await Promise.allSettled(this.units.map((u) => u.plant.selfConsumption()));
+    this.total = undefined;
+    const failed = results.filter((r): r is PromiseRejectedResult => r.status === 'rejected');
+    if (failed.length === results.length) throw failed[0]!.reason;
+  }
+
+  /** Another writer changed a unit: the group's setpoint is the sum of what each unit has now. */
+  othersWrote(since: number): OthersWrite | undefined {
+    const changes = this.units.map((u) => u.plant.othersWrote(since));
+    const at = Math.max(...changes.map((c) => c?.at ?? -Infinity));
+    if (at === -Infinity) return undefined;
+    if (changes.some((c) => c?.handedBack)) return { at, handedBack: true };
+    changes.forEach((c, i) => {
+      if (c?.watts !== undefined) this.acknowledged(this.units[i]!, c.watts, c.at);
+    });
+    return { at, handedBack: false, watts: this.units.reduce((sum, u) => sum + u.setpointW, 0) };
+  }
+
+  /** The units as the split sees them now. */
+  private splitUnits(now: number): GroupUnit[] {
+    const { chargeSoc, dischargeSoc } = this.settings;
+    return this.units.map((u) => {
+      const fresh = u.delivered && now - u.delivered.at < FRESH_MS ? u.delivered : undefined;
+      return {
+        id: u.member.id,
+        maxChargeW: u.plant.limits.chargeLimit,
+        maxDischargeW: u.plant.limits.dischargeLimit,
+        capacityWh: u.member.capacityWh,
+        // Not read yet: in the middle, so that it neither leads nor is shut out.
+        soc: u.soc ?? (chargeSoc + dischargeSoc) / 2,
+        chargeSoc,
+        dischargeSoc,
+        leftOut: isLeftOut(u.health, now),
+        setpointW: u.setpointW,
+        // A reading shows a command only after the unit's response and its own age.
+        ...(fresh ? { deliveredW: fresh.watts, responseMs: now - fresh.at + SPLIT_DEFAULTS.responseMs } : {}),
+      };
+    });
+  }
+}
