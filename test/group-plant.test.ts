@@ -51,7 +51,7 @@ describe('group plant (src/control/group-plant.ts): several devices behind one m
     const members = clients.map((client, i) => ({
       id: `unit${i + 1}`,
       session: client.session(),
-      capacityWh: sims[i]!.ratedCapacityKwh * 1000,
+      capacityWh: sims[i].ratedCapacityKwh * 1000,
     }));
     return new GroupPlant(members, SETTINGS, options);
   }
@@ -60,13 +60,13 @@ describe('group plant (src/control/group-plant.ts): several devices behind one m
 
   it('its limits are the sums of its units’; a small total runs one unit, the fuller, the other stays in standby', async () => {
     const plant = await group([40, 80]);
-    const sum = clients[0]!.limits.dischargeLimit + clients[1]!.limits.dischargeLimit;
+    const sum = clients[0].limits.dischargeLimit + clients[1].limits.dischargeLimit;
     plant.limits.dischargeLimit.should.equal(sum);
     await plant.read(false);
     const outcome = await send(plant, 300);
     outcome.should.eql({ superseded: false, watts: 300 });
-    held(sims[0]!).should.equal(0);
-    held(sims[1]!).should.equal(300);
+    held(sims[0]).should.equal(0);
+    held(sims[1]).should.equal(300);
     const report = plant.report();
     report
       .map((u) => [u.device, u.setpoint, u.active, u.leftOut])
@@ -74,25 +74,25 @@ describe('group plant (src/control/group-plant.ts): several devices behind one m
         ['unit1', 0, false, false],
         ['unit2', 300, true, false],
       ]);
-    report[1]!.soc!.should.equal(80);
+    report[1].soc!.should.equal(80);
   });
 
   it('a total above 80 % of one unit’s maximum runs both; a reversal never has one unit charging while the other discharges', async () => {
     const plant = await group([60, 60]);
     await plant.read(false);
     await send(plant, 2200);
-    held(sims[0]!).should.be.above(0);
-    held(sims[1]!).should.be.above(0);
-    const opposite = () => Math.sign(held(sims[0]!)) * Math.sign(held(sims[1]!)) === -1;
+    held(sims[0]).should.be.above(0);
+    held(sims[1]).should.be.above(0);
+    const opposite = () => Math.sign(held(sims[0])) * Math.sign(held(sims[1])) === -1;
     // Both discharged: the first decision to charge puts them to standby; charging starts once neither moves.
     await send(plant, -1500);
     opposite().should.be.false();
-    held(sims[0]!).should.equal(0);
-    held(sims[1]!).should.equal(0);
+    held(sims[0]).should.equal(0);
+    held(sims[1]).should.equal(0);
     await plant.read(false);
     await send(plant, -1500);
     opposite().should.be.false();
-    (held(sims[0]!) + held(sims[1]!)).should.equal(-1500);
+    (held(sims[0]) + held(sims[1])).should.equal(-1500);
   });
 
   it('leaves out a unit that is switched off (unreachable) and gives its share to the other at once', async () => {
@@ -100,21 +100,21 @@ describe('group plant (src/control/group-plant.ts): several devices behind one m
     const plant = await group([80, 80], { unitFailure: (id) => failures.push(id), health: { readings: 2 } });
     await plant.read(false);
     await send(plant, 2200);
-    held(sims[0]!).should.be.above(0);
-    held(sims[1]!).should.be.above(0);
-    sims[0]!.switchOff();
-    await sims[0]!.ready();
+    held(sims[0]).should.be.above(0);
+    held(sims[1]).should.be.above(0);
+    sims[0].switchOff();
+    await sims[0].ready();
     const reading = await plant.read(false);
     should(reading.battery).be.undefined();
-    plant.report()[0]!.leftOut.should.be.false();
+    plant.report()[0].leftOut.should.be.false();
     await plant.read(false);
-    plant.report()[0]!.leftOut.should.equal('unreachable');
+    plant.report()[0].leftOut.should.equal('unreachable');
     failures.should.containEql('unit1');
     // The split again, over the unit left: the whole total (within its class's 800 W).
-    await until(() => held(sims[1]!) === 800, 10000, 'the other unit at its class’s 800 W');
+    await until(() => held(sims[1]) === 800, 10000, 'the other unit at its class’s 800 W');
     const after = await plant.read(false);
-    should(after.battery).equal(sims[1]!.batteryPower);
-    plant.report()[1]!.reason.should.equal('active');
+    should(after.battery).equal(sims[1].batteryPower);
+    plant.report()[1].reason.should.equal('active');
   });
 
   it('refuses an empty group and a device twice', () => {

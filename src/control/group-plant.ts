@@ -126,14 +126,14 @@ export class GroupPlant implements BatteryPlant {
       if (!started) options.onStart();
       started = true;
     };
-    const sends = this.units.map((u, i) => {
+    const steered = this.units.filter((u, i) => {
       u.reason = split.reasons[i]!;
       // A left-out unit is not steered; one that falls short but still moves gets a standby.
-      if (isLeftOut(u.health, now) && (u.setpointW === 0 || u.health?.reason === 'unreachable')) return undefined;
-      return this.send(u, split.setpoints[i]!, { urgent: options.urgent, onStart });
+      return !(isLeftOut(u.health, now) && (u.setpointW === 0 || u.health?.reason === 'unreachable'));
     });
-    const outcomes = await Promise.all(sends);
-    const sent = outcomes.filter((o): o is NonNullable<typeof o> => o !== undefined);
+    const sent = await Promise.all(
+      steered.map((u) => this.send(u, split.setpoints[this.units.indexOf(u)]!, { urgent: options.urgent, onStart })),
+    );
     const failed = sent.filter((o) => 'error' in o);
     if (sent.length > 0 && failed.length === sent.length) throw (failed[0] as { error: unknown }).error;
     const superseded = sent.some((o) => 'superseded' in o && o.superseded);
