@@ -7,13 +7,18 @@
 import type { Node, NodeAPI, NodeDef, NodeMessageInFlow } from 'node-red';
 import type { ClientSession } from '../src/device/client';
 import { ValidationError } from '../src/errors';
-import { ZERO_FEED_IN_RULES, numberIn, zeroFeedInSettings, type ZeroFeedInSettings } from '../src/editor/inputs';
+import { ZERO_FEED_IN_RULES, groupDevices, numberIn, zeroFeedInSettings, type ZeroFeedInSettings } from '../src/editor/inputs';
 import { gridReading, type Decision } from '../src/control/regulator';
 import { ZeroFeedInController } from '../src/control/zero-feed-in';
-import { deviceOf, errorStatus, keepErrorCodes } from './shared';
+import { GroupPlant } from '../src/control/group-plant';
+import { deviceOf, errorStatus, keepErrorCodes, type DeviceConfigNode } from './shared';
 
 interface ZeroFeedInDef extends NodeDef {
   device: string;
+  /** Further devices behind the same meter (optional): the node then steers them as one group. */
+  device2?: string;
+  device3?: string;
+  device4?: string;
   meterSource: string;
   meterInterval: string | number;
   target: string | number;
@@ -35,6 +40,13 @@ type ZeroFeedInMessage = NodeMessageInFlow & { enable?: unknown; target?: unknow
 const CLOSE_BOUND_MS = 10000;
 const targetIn = numberIn(ZERO_FEED_IN_RULES.target);
 
+/** A unit's name in messages and the status: its configuration's name or host, numbered where two are alike. */
+function unitName(devices: readonly DeviceConfigNode[], i: number): string {
+  const name = (d: DeviceConfigNode) => d.name || d.client?.host || d.id;
+  const alike = devices.filter((d) => name(d) === name(devices[i]!)).length > 1;
+  return alike ? `${name(devices[i]!)} (${i + 1})` : name(devices[i]!);
+}
+
 export = function (RED: NodeAPI) {
   const t = (key: string, values?: Record<string, string | number>) => RED._(`localbattery-zero-feed-in.${key}`, values);
 
@@ -43,14 +55,33 @@ export = function (RED: NodeAPI) {
     const node = this;
     keepErrorCodes(RED, node);
     const missing = t('errors.noDevice');
-    const device = deviceOf(RED, node, def.device, missing);
-    const session: ClientSession | undefined = device?.open(node);
-
     let settings: ZeroFeedInSettings | undefined;
     let configError: Error | undefined;
+    let ids: string[] = [];
+    try {
+      ids = groupDevices(def);
+    } catch (error) {
+      configError = error as Error;
+      node.status({ fill: 'red', shape: 'ring', text: t('status.invalidConfig') });
+      node.error(configError.message);
+    }
+    // Every device found and opened, or the first that is not (its status says why).
+    const devices: DeviceConfigNode[] = [];
+    const sessions: ClientSession[] = [];
+    for (const id of configError ? [] : ids) {
+      const found = deviceOf(RED, node, id, missing);
+      const opened = found?.open(node);
+      if (found) devices.push(found);
+      if (!found || !opened) break;
+      sessions.push(opened);
+    }
+    const device = devices[0];
+    const session: ClientSession | undefined = !configError && sessions.length === ids.length ? sessions[0] : undefined;
     if (session) {
       try {
-        settings = zeroFeedInSettings(def, session.limits);
+        // A group's maximum powers are within the sums of its units' limits.
+        const sum = (key: 'chargeLimit' | 'dischargeLimit') => sessions.reduce((total, s) => total + s.limits[key], 0);
+        settings = zeroFeedInSettings(def, { chargeLimit: sum('chargeLimit'), dischargeLimit: sum('dischargeLimit') });
       } catch (error) {
         configError = error as Error;
         node.status({ fill: 'red', shape: 'ring', text: t('status.invalidConfig') });
@@ -58,21 +89,30 @@ export = function (RED: NodeAPI) {
       }
     }
     if (!session || !settings) {
+      const failed = devices.find((d) => d.configError);
       node.on('input', (_msg: NodeMessageInFlow, _send: unknown, done: Done) =>
-        done(configError ?? new Error(device?.configError ?? missing)),
+        done(configError ?? new Error(failed?.configError ?? device?.configError ?? missing)),
       );
       node.on('close', (done: () => void) => {
-        device?.leave(node);
+        for (const d of devices) d.leave(node);
         done();
       });
       return;
     }
     const config = settings;
+    const group =
+      ids.length > 1
+        ? new GroupPlant(
+            sessions.map((s, i) => ({ id: unitName(devices, i), session: s })),
+            config.regulator,
+            { unitFailure: (id, error) => unitWarning(id, error), changed: () => status(undefined) },
+          )
+        : undefined;
     let closed = false;
     /** The last warning logged: a device that stays away is logged once, not at every reading. */
     let warned: string | undefined;
 
-    const zero: ZeroFeedInController = new ZeroFeedInController(session, config, {
+    const zero: ZeroFeedInController = new ZeroFeedInController(group ?? session, config, {
       decision: (decision) => {
         if (closed) return;
         const { setpoint, grid, battery, soc, reason, steady, deadBand, limitedBy, delivered } = decision;
@@ -87,6 +127,8 @@ export = function (RED: NodeAPI) {
             reason,
             deadBand: deadBand ?? zero.regulator.deadBand,
             ...(limitedBy ? { delivered } : {}),
+            // Several devices: each unit's share, what it delivers and its SOC, and whether it is left out.
+            ...(group ? { units: group.report() } : {}),
           },
           ...(limitedBy ? { limitedBy } : {}),
         });
@@ -105,6 +147,14 @@ export = function (RED: NodeAPI) {
       },
       implausibleBattery: (power) => node.warn(t('errors.implausibleBattery', { power })),
     });
+
+    /** A unit's failure: the group goes on without it; logged once per message, named. */
+    function unitWarning(id: string, error: unknown): void {
+      if (closed) return;
+      const message = `${id}: ${(error as Error)?.message ?? String(error)}`;
+      if (message !== warned) node.warn(message);
+      warned = message;
+    }
 
     function status(decision: Decision | undefined, extra?: string): void {
       if (closed) return;
@@ -130,6 +180,8 @@ export = function (RED: NodeAPI) {
       }
       const short = regulator.shortfall;
       if (short !== undefined) text += t('status.short', { power: short });
+      const out = group?.report().filter((u) => u.leftOut);
+      if (out?.length) text += ` · ${t('status.leftOut', { devices: out.map((u) => u.device).join(', ') })}`;
       if (extra) text += ` · ${extra}`;
       node.status({ fill: short !== undefined ? 'yellow' : regulator.inFlight ? 'blue' : 'green', shape: 'dot', text });
     }
@@ -176,7 +228,7 @@ export = function (RED: NodeAPI) {
       const finished = Promise.race([handOver, new Promise<void>((resolve) => (bound = setTimeout(resolve, CLOSE_BOUND_MS)))]).finally(() =>
         clearTimeout(bound),
       );
-      device!.leave(node, finished);
+      for (const d of devices) d.leave(node, finished);
       void finished.then(() => done());
     });
   }

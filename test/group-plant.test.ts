@@ -5,15 +5,10 @@ import { GroupPlant } from '../src/control/group-plant';
 import { REAL_TIME } from '../src/points/catalogue';
 import { DeviceSimulator, SharedHouse } from '../src/simulator';
 import { PASSWORD } from './support';
+import { held } from './setpoint';
 import { until } from './node-support';
 
 const SETTINGS = { minPower: 50, chargeSoc: 100, dischargeSoc: 10 };
-
-/** The signed setpoint a simulator holds (6000's sign). */
-function held(sim: DeviceSimulator): number {
-  const { state, power } = sim.control;
-  return sim.workingMode !== REAL_TIME.mode ? 0 : state === 1 ? -power : state === 2 ? power : 0;
-}
 
 describe('group plant (src/control/group-plant.ts): several devices behind one meter', function () {
   this.timeout(30000);

@@ -13,7 +13,7 @@ import { ValidationError } from '../src/errors';
 import { NUMBER_RULES, describeInputs, flag, numberIn, oneOf } from '../src/editor/inputs';
 import type { DeviceSimulator } from '../src/simulator';
 import { deviceConfig, helper, startSimulator } from './support';
-import { inEnglish, lastStatus, nextInput, onlyLoopbackUdp, sleep, text } from './node-support';
+import { errorsOf, inEnglish, lastStatus, nextInput, onlyLoopbackUdp, sleep, text } from './node-support';
 
 const nodes = [deviceNode, discoverNode, infoNode, passwordNode, readNode, writeNode].map((module) => inEnglish(module as never));
 
@@ -21,16 +21,6 @@ const catcher = [
   { id: 'catch1', type: 'catch', scope: null, uncaught: false, wires: [['caught']] },
   { id: 'caught', type: 'helper' },
 ];
-
-/** The messages of every error the node logged (done(err) logs too). */
-function errorsOf(node: any): string[] {
-  // On Node-RED before 4.1 the node wraps its own error method (keepErrorCodes): the helper's spy is the prototype's.
-  const spy = typeof node.error.getCalls === 'function' ? node.error : Object.getPrototypeOf(node).error;
-  return spy
-    .getCalls()
-    .filter((call: { thisValue: unknown }) => call.thisValue === node)
-    .map((call: { args: unknown[] }) => String(call.args[0]));
-}
 
 /** The next error a Catch node gets. */
 async function caughtError(node: any, msg: Record<string, unknown>): Promise<{ message: string; code?: string }> {

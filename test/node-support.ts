@@ -213,3 +213,13 @@ export function onlyLoopbackUdp(): void {
     dgram.Socket.prototype.send = originalSend;
   });
 }
+
+/** The messages of every error the node logged (done(err) logs too). */
+export function errorsOf(node: any): string[] {
+  // On Node-RED before 4.1 the node wraps its own error method (keepErrorCodes): the helper's spy is the prototype's.
+  const spy = typeof node.error.getCalls === 'function' ? node.error : Object.getPrototypeOf(node).error;
+  return spy
+    .getCalls()
+    .filter((call: { thisValue: unknown }) => call.thisValue === node)
+    .map((call: { args: unknown[] }) => String(call.args[0]));
+}

@@ -8,7 +8,7 @@
  * once. Left out, a unit is not steered: its power counts as load, as the meter sees it.
  */
 import type { ClientSession } from '../device/client';
-import type { PowerLimits } from '../points/catalogue';
+import { pointByName, type PowerLimits } from '../points/catalogue';
 import { DevicePlant, type BatteryPlant, type OthersWrite, type PlantOutcome, type PlantReading, type SendOptions } from './device-plant';
 import { SPLIT_DEFAULTS, splitGroup, type GroupUnit, type SplitMemory, type SplitOptions, type UnitReason } from './group-split';
 import type { RegulatorSettings } from './regulator';
@@ -19,7 +19,8 @@ export interface GroupMember {
   /** Its name in messages and the status (the device configuration's name or host). */
   id: string;
   session: ClientSession;
-  capacityWh: number;
+  /** Wh; unknown: read from the device (142, rated capacity) at the start. */
+  capacityWh?: number;
 }
 
 /** A unit as the output message shows it. */
@@ -49,6 +50,7 @@ export interface GroupPlantOptions {
 
 interface Unit {
   member: GroupMember;
+  capacityWh?: number;
   plant: DevicePlant;
   /** Acknowledged setpoint, since when (ms). */
   setpointW: number;
@@ -58,6 +60,11 @@ interface Unit {
   health?: UnitHealth;
   reason: UnitReason;
 }
+
+const RATED_CAPACITY = pointByName('ratedCapacity')!.address;
+/** A unit's capacity when neither given nor read (Wh): the units then weigh alike. */
+const UNKNOWN_CAPACITY_WH = 2000;
+const capacityOf = (u: Unit) => u.capacityWh ?? UNKNOWN_CAPACITY_WH;
 
 /** A reading older than this does not tell the split whether a unit still moves (ms). */
 const FRESH_MS = 10000;
@@ -80,6 +87,7 @@ export class GroupPlant implements BatteryPlant {
     this.now = options.now ?? (() => performance.now());
     this.units = members.map((member) => ({
       member,
+      capacityWh: member.capacityWh,
       plant: new DevicePlant(member.session, settings),
       setpointW: 0,
       since: -Infinity,
@@ -112,7 +120,17 @@ export class GroupPlant implements BatteryPlant {
   }
 
   async learn(): Promise<void> {
-    await Promise.all(this.units.map((u) => u.plant.learn()));
+    await Promise.all(this.units.map((u) => Promise.all([u.plant.learn(), this.learnCapacity(u)])));
+  }
+
+  /** The rated capacity where it was not given: the balance by SOC weighs each unit by its energy. */
+  private async learnCapacity(u: Unit): Promise<void> {
+    if (u.capacityWh !== undefined) return;
+    const kwh = await u.member.session.read([RATED_CAPACITY]).then(
+      ({ values }) => values.get(RATED_CAPACITY),
+      () => undefined,
+    );
+    if (typeof kwh === 'number' && kwh > 0) u.capacityWh = kwh * 1000;
   }
 
   /** Splits `watts` and sends each unit its share in parallel; the outcome's watts are the units' acknowledged sum. */
@@ -190,8 +208,8 @@ export class GroupPlant implements BatteryPlant {
       if (battery !== undefined)
         battery = 'error' in result || result.reading.battery === undefined ? undefined : battery + result.reading.battery;
       if (u.soc !== undefined) {
-        socWh += u.soc * u.member.capacityWh;
-        capacityWh += u.member.capacityWh;
+        socWh += u.soc * capacityOf(u);
+        capacityWh += capacityOf(u);
       }
     });
     if (results.every((r) => 'error' in r)) throw (results[0] as { error: unknown }).error;
@@ -241,7 +259,7 @@ export class GroupPlant implements BatteryPlant {
         id: u.member.id,
         maxChargeW: u.plant.limits.chargeLimit,
         maxDischargeW: u.plant.limits.dischargeLimit,
-        capacityWh: u.member.capacityWh,
+        capacityWh: capacityOf(u),
         // Not read yet: in the middle, so that it neither leads nor is shut out.
         soc: u.soc ?? (chargeSoc + dischargeSoc) / 2,
         chargeSoc,

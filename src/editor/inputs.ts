@@ -345,6 +345,28 @@ export function zeroFeedInSettings(input: ZeroFeedInInput, limits: PowerLimits):
   };
 }
 
+/** The fields of a zero feed-in node that name its devices: the first is required, the others add units to a group. */
+export const GROUP_DEVICE_FIELDS = ['device', 'device2', 'device3', 'device4'] as const;
+
+/**
+ * The device configurations a zero feed-in node steers (ids, in field order, empty fields skipped). The first is
+ * required; no device twice (two regulators of one device would fight, and its share would be counted twice).
+ */
+export function groupDevices(input: Partial<Record<(typeof GROUP_DEVICE_FIELDS)[number], unknown>>): string[] {
+  const ids: string[] = [];
+  for (const field of GROUP_DEVICE_FIELDS) {
+    const value = input[field];
+    if (isEmpty(value)) {
+      if (field === 'device') throw new ValidationError('device', value, 'a device configuration');
+      continue;
+    }
+    if (typeof value !== 'string') throw new ValidationError(field, value, 'the id of a device configuration');
+    if (ids.includes(value)) throw new ValidationError(field, value, 'a device not chosen in another device field');
+    ids.push(value);
+  }
+  return ids;
+}
+
 /** What GET /localbattery/catalogue serves: the point catalogue and the setting rules. */
 export function editorCatalogueJson() {
   return { ...catalogueJson(), rules: settingRulesJson() };
