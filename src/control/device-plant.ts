@@ -51,6 +51,8 @@ export interface BatteryPlant {
   selfConsumption(): Promise<void>;
   /** A change by another writer in this process after `since` (performance.now()), if any. */
   othersWrote(since: number): OthersWrite | undefined;
+  /** Stops the plant's own timers (the controller closes; a hand-back may still follow). */
+  close?(): void;
 }
 
 const address = (name: string) => pointByName(name)!.address;

@@ -75,6 +75,8 @@ export class GroupPlant implements BatteryPlant {
   /** The total the regulator asked for last (W), split again when a unit is left out or back. */
   private total: number | undefined;
   private readonly now: () => number;
+  private watch: NodeJS.Timeout | undefined;
+  private closed = false;
 
   constructor(
     members: readonly GroupMember[],
@@ -155,7 +157,46 @@ export class GroupPlant implements BatteryPlant {
     const failed = sent.filter((o) => 'error' in o);
     if (sent.length > 0 && failed.length === sent.length) throw (failed[0] as { error: unknown }).error;
     const superseded = sent.some((o) => 'superseded' in o && o.superseded);
+    if (split.reasons.includes('reversal')) this.watchReversal();
     return { superseded, watts: this.units.reduce((sum, u) => sum + (isLeftOut(u.health, this.now()) ? 0 : u.setpointW), 0) };
+  }
+
+  /**
+   * A reversal waits for the units that may still move the old way: every unit steered is read each interval (each
+   * from its own queue, so no unit's writes wait for another's read), and the total is split again as soon as they
+   * have stopped, not only at the regulator's next decision. The controller learns the new sum as another writer's
+   * (othersWrote).
+   */
+  private watchReversal(): void {
+    if (this.watch || this.closed) return;
+    this.watch = setTimeout(() => {
+      const now = this.now();
+      const reads = this.units
+        .filter((u) => !isLeftOut(u.health, now))
+        .map((u) =>
+          u.plant.read(false).then(
+            (reading) => {
+              if (reading.battery !== undefined) u.delivered = { watts: reading.battery, at: this.now() };
+            },
+            () => undefined,
+          ),
+        );
+      void Promise.all(reads)
+        .then(() =>
+          this.closed || this.total === undefined ? undefined : this.apply(this.total, { urgent: false, onStart: () => undefined }),
+        )
+        .catch(() => undefined)
+        .finally(() => {
+          this.watch = undefined;
+          if (this.units.some((u) => u.reason === 'reversal')) this.watchReversal();
+        });
+    }, this.minIntervalMs);
+  }
+
+  /** Stops following a reversal (the controller closes). */
+  close(): void {
+    this.closed = true;
+    clearTimeout(this.watch);
   }
 
   /** One unit's share; a failure counts against its health and is given back, not thrown. */

@@ -128,6 +128,7 @@ export class ZeroFeedInController {
   /** Stops the reads and the clock and leaves the battery as configured; resolves when the device has it. */
   close(): Promise<void> {
     this.closed = true;
+    this.plant.close?.();
     clearInterval(this.tickTimer);
     for (const timer of this.timers) clearTimeout(timer);
     this.timers.clear();
