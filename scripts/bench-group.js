@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// Several batteries behind one meter (issue 25, groundwork for `npm run bench`): two units in one simulated house
+// Several batteries behind one meter (issue 25; part of `npm run bench`): two units in one simulated house
 // (src/simulator/shared-house.ts), a 2400 class at 80 % SOC (dead time 1 s, lag 1.5 s) and a 1600 class at 40 %
 // (charge 1200 W, discharge 800 W; dead time 1.5 s, lag 3 s), each drawing 30 W of self-use while active. One grid
 // meter, MQTT style: a reading every second, delivered as msg.payload to every controller. The house (100 s unless
@@ -12,6 +12,13 @@
 //           limits: what owners try first. Real time.
 //   equal   the same-information oracle (below) with the total split equally (within each unit's limits).
 //   group   the same-information oracle with the total split by splitGroup (src/control/group-split.ts).
+//   regulator  the group regulator: one localbattery-zero-feed-in node on all units (devices 2 and 3), in real
+//           Node-RED, real time.
+// The Node-RED runs (per-unit nodes and the group regulator, with two units and with three, and the switched-off run)
+// run side by side in one Node-RED, each its own house and simulators, so the whole takes about --seconds once.
+// The switched-off run: the group regulator on two units under a steady 700 W; half way the fuller unit is switched
+// off (its simulator stops its battery and answers nothing); it prints when the unit was left out and when the grid
+// was back within the node's dead band (±20 W).
 // The oracle runs in simulated time and knows the plant (each unit's dead time, lag and power at every moment, its
 // self-use) but the house only from the meter's readings (the same ones, once a second): the need is the reading plus
 // the units' power when it was taken. At each reading it splits the need (telling splitGroup each unit's power as it
@@ -22,11 +29,12 @@
 // Figures: grid error ∫|grid − target| dt; energy moved from one unit into the other (min(charging, discharging) over
 // time), as a share of the energy the group moved, and the part of it while the units were commanded opposite ways
 // (the rest is a reversal's lag); self-use of active units and their mean number; units commanded to move power at
-// low load (load − PV within ±800 W); the SOC spread at the start, half way and the end; writes per minute per unit. Prints
+// low load (load − PV within ±800 W); the SOC spread at the start, half way and the end; writes per minute per unit;
+// each unit's largest setpoints against its class's limits. Prints
 // markdown; asserts nothing. Then, unless --long off, a long run of the two oracles in simulated time (3 h of discharge,
 // 3 h of charge) with both units' SOC and the spread every half hour. Needs `npm run build:test`.
-// Options: --seconds <n> (30 to 300), --only nodes,equal,group, --long on|off, --units 2|3 (a third unit: 2400 class at
-// 60 %, dead time 2 s, lag 5 s).
+// Options: --seconds <n> (30 to 300), --only nodes,equal,group,regulator, --long on|off, --off on|off (the
+// switched-off run), --units 2|3|both (default both; a third unit: 2400 class at 60 %, dead time 2 s, lag 5 s).
 const path = require('node:path');
 const { zeroFlow, drive } = require('./bench-zero-matrix.js');
 
@@ -38,7 +46,9 @@ const FAST = [80, 120];
 const LOW_LOAD_W = 800;
 const MOVE_W = 20;
 const MIN_W = 50;
-const CONTROLLERS = ['nodes', 'equal', 'group'];
+const CONTROLLERS = ['nodes', 'equal', 'group', 'regulator'];
+/** The node's default dead band (W): the switched-off run counts the grid back within it. */
+const DEAD_BAND_W = 20;
 
 const HOUSE = {
   seed: 25,
@@ -52,6 +62,8 @@ const HOUSE = {
   ],
 };
 const FEED = { everyS: 1, startS: 0.5 };
+/** The switched-off run: 700 W ± 10 W and no PV, which the fuller unit carries alone and the other can take over. */
+const OFF_HOUSE = { seed: 27, baseLoadW: 700, noiseW: 10 };
 /** The long run (oracles only, simulated time): 700 W ± 10 W for 3 h with no sun (a cloud takes all the PV), then 2.6 kW of PV for 3 h. */
 const LONG_S = 6 * 3600;
 const LONG_HOUSE = {
@@ -72,30 +84,31 @@ let UNITS = ALL_UNITS.slice(0, 2);
 const fastestS = () => Math.min(...UNITS.map((u) => u.deadTimeS));
 
 function options(argv) {
-  const chosen = { seconds: 100, only: CONTROLLERS, long: true, units: 2 };
+  const chosen = { seconds: 100, only: CONTROLLERS, long: true, units: 'both', off: true };
   for (let i = 0; i < argv.length; i += 2) {
     const [flag, value] = [argv[i], argv[i + 1]];
     if (flag === '--seconds') chosen.seconds = Number(value);
     else if (flag === '--only') chosen.only = value.split(',');
     else if (flag === '--long') chosen.long = value !== 'off';
-    else if (flag === '--units') chosen.units = Number(value);
-    else throw new Error(`unknown option ${flag}; --seconds, --only, --long on|off, --units 2|3`);
+    else if (flag === '--units') chosen.units = value === 'both' ? value : Number(value);
+    else if (flag === '--off') chosen.off = value !== 'off';
+    else throw new Error(`unknown option ${flag}; --seconds, --only, --long on|off, --units 2|3|both, --off on|off`);
   }
   for (const name of chosen.only)
     if (!CONTROLLERS.includes(name)) throw new Error(`unknown controller ${name}; one of ${CONTROLLERS.join(', ')}`);
   if (!(chosen.seconds >= 30 && chosen.seconds <= 300)) throw new Error('--seconds needs 30 to 300');
-  if (chosen.units !== 2 && chosen.units !== 3) throw new Error('--units needs 2 or 3');
+  if (![2, 3, 'both'].includes(chosen.units)) throw new Error('--units needs 2, 3 or both');
   return chosen;
 }
 
 /** The house with both units in it; `live` units listen on a port, as devices. */
-function plant(live, scenario = HOUSE) {
+function plant(live, scenario = HOUSE, units = UNITS) {
   const { DeviceSimulator, SharedHouse } = require(path.join(DIST, 'src'));
   const house = new SharedHouse({ house: scenario, timeScale: 0, meterFeed: FEED });
   const extra = live
     ? { port: 0, password: require(path.join(DIST, 'test', 'support.js')).PASSWORD, latencyMs: FAST, rejectEarly: true }
     : {};
-  const sims = UNITS.map(
+  const sims = units.map(
     (u, i) =>
       new DeviceSimulator({
         sharedHouse: house,
@@ -125,64 +138,94 @@ const sample = (house, sims) => ({
   units: sims.map((sim) => ({ b: sim.batteryPower, soc: sim.exactSoc, s: signedSetpoint(sim), active: sim.active })),
 });
 
-// ---- one zero feed-in node per unit, in Node-RED ----
+// ---- zero feed-in nodes in Node-RED: one per unit, or one for the group ----
 
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 const withTimeout = (promise, ms, what) =>
   Promise.race([promise, new Promise((_, reject) => setTimeout(() => reject(new Error(`${what} took over ${ms} ms`)), ms).unref())]);
 
-function flow(sims) {
+/** A live run's flow: each unit its device configuration with its class's limits; one node per unit, or one on all. */
+function flow(run, prefix) {
   const { deviceConfig } = require(path.join(DIST, 'test', 'support.js'));
-  const configs = sims.map((sim, i) =>
-    deviceConfig(sim, `dev-${UNITS[i].key}`, {
-      name: UNITS[i].key,
+  const configs = run.sims.map((sim, i) =>
+    deviceConfig(sim, `${prefix}-dev-${run.units[i].key}`, {
+      name: run.units[i].key,
       timeout: 10000,
-      chargeLimit: UNITS[i].maxChargeW,
-      dischargeLimit: UNITS[i].maxDischargeW,
+      chargeLimit: run.units[i].maxChargeW,
+      dischargeLimit: run.units[i].maxDischargeW,
     }),
   );
+  const ids = configs.map((c) => c.node.id);
   // The node as the robustness matrix configures it (one place to adapt after the regulator's rewrite).
-  const zeros = UNITS.map((u) => ({ ...zeroFlow({ node: {} }, `dev-${u.key}`)[0], id: `zero-${u.key}`, wires: [[]] }));
-  return { nodes: [...configs.map((c) => c.node), ...zeros], credentials: Object.assign({}, ...configs.map((c) => c.credentials)) };
+  const node = (id, devices) => ({ ...zeroFlow({ node: devices }, ids[0])[0], id, wires: [[`${prefix}-out`]] });
+  const zeros = run.grouped
+    ? [node(`${prefix}-zero`, { device: ids[0], device2: ids[1] ?? '', device3: ids[2] ?? '' })]
+    : ids.map((id, i) => node(`${prefix}-zero-${run.units[i].key}`, { device: id }));
+  const nodes = [...configs.map((c) => c.node), ...zeros, { id: `${prefix}-out`, type: 'helper' }];
+  return { nodes, zeros: zeros.map((z) => z.id), credentials: Object.assign({}, ...configs.map((c) => c.credentials)) };
 }
 
-async function nodesRun(seconds, notes) {
+/**
+ * Live runs side by side in one Node-RED, each its own house and simulators in real time: `runs` as
+ * { units, grouped, scenario?, offAtS? } (offAtS: the first unit is switched off then). Each gets its samples, its
+ * meter readings and the group node's messages.
+ */
+async function liveRuns(seconds, runs, notes) {
   const { helper } = require(path.join(DIST, 'test', 'support.js'));
-  const { house, sims } = plant(true);
-  for (const sim of sims) await sim.start();
-  const record = { samples: [] };
+  for (const run of runs) {
+    Object.assign(run, plant(true, run.scenario ?? HOUSE, run.units), { samples: [], readings: [], messages: [] });
+    for (const sim of run.sims) await sim.start();
+  }
   await new Promise((resolve) => helper.startServer(resolve));
   try {
-    const { nodes, credentials } = flow(sims);
+    const flows = runs.map((run, i) => flow(run, `r${i}`));
     const modules = ['device', 'zero-feed-in'].map((name) => require(path.join(DIST, 'nodes', `localbattery-${name}.js`)));
-    await withTimeout(helper.load(modules, nodes, credentials), 20000, 'loading the flow');
-    const zeros = UNITS.map((u) => helper.getNode(`zero-${u.key}`));
-    await sleep(1500); // the nodes start; the house's clock has not
-    house.advance();
-    house.timeScale = 1;
+    const nodes = flows.flatMap((f) => f.nodes);
+    await withTimeout(helper.load(modules, nodes, Object.assign({}, ...flows.map((f) => f.credentials))), 20000, 'loading the flow');
+    runs.forEach((run, i) => {
+      run.zeros = flows[i].zeros.map((id) => helper.getNode(id));
+      helper.getNode(`r${i}-out`).on('input', (msg) => run.messages.push({ t: run.house.simSeconds, payload: msg.payload }));
+    });
+    await sleep(1500); // the nodes start; the houses' clocks have not
+    for (const run of runs) {
+      run.house.advance();
+      run.house.timeScale = 1;
+    }
     const feed = setInterval(() => {
-      for (const r of sims[0].takeMeterReadings()) for (const zero of zeros) drive(zero, { kind: 'meter', grid: r.grid });
+      for (const run of runs)
+        for (const r of run.sims[0].takeMeterReadings()) {
+          run.readings.push({ t: r.sampledS, grid: r.grid });
+          for (const zero of run.zeros) drive(zero, { kind: 'meter', grid: r.grid });
+        }
     }, 20);
     const take = setInterval(() => {
-      house.advance();
-      record.samples.push(sample(house, sims));
+      for (const run of runs) {
+        run.house.advance();
+        if (run.offAtS !== undefined && run.offAt === undefined && run.house.simSeconds >= run.offAtS) {
+          run.sims[0].switchOff();
+          run.offAt = run.house.simSeconds;
+        }
+        run.samples.push(sample(run.house, run.sims));
+      }
     }, SAMPLE_MS);
     for (let done = 0; done < seconds; done += 10) {
       await sleep(10000);
-      process.stderr.write(`… nodes: ${done + 10} s of ${seconds} s\n`);
+      process.stderr.write(`… Node-RED: ${done + 10} s of ${seconds} s\n`);
     }
     clearInterval(feed);
     clearInterval(take);
-    house.advance();
-    house.timeScale = 0;
-    record.writes = sims.map((sim) => sim.stats.byOperation['Vendor.SetData'] ?? 0);
-    record.house = totals(house);
+    for (const run of runs) {
+      run.house.advance();
+      run.house.timeScale = 0;
+      run.writes = run.sims.map((sim) => sim.stats.byOperation['Vendor.SetData'] ?? 0);
+      run.house = totals(run.house);
+    }
     await withTimeout(helper.unload(), 15000, 'unloading the flow').catch((error) => notes.push(error.message));
   } finally {
     await new Promise((resolve) => helper.stopServer(resolve));
-    for (const sim of sims) await sim.stop();
+    for (const run of runs) for (const sim of run.sims) await sim.stop();
   }
-  return record;
+  return runs;
 }
 
 const totals = (house) => ({
@@ -313,40 +356,92 @@ function figures(record, seconds) {
     lowLoad: lowTime > 0 ? `${(lowActive / lowTime).toFixed(2)} (all ${((100 * lowAll) / lowTime).toFixed(0)} %)` : '–',
     spread: [0, seconds / 2, seconds].map((t) => spread(at(t)).toFixed(2)).join(' → '),
     writes: record.writes.map((w) => ((w * 60) / seconds).toFixed(1)).join(' · '),
+    peaks: UNITS.map((u, i) => {
+      const high = Math.max(0, ...samples.map((s) => s.units[i].s));
+      const low = Math.max(0, ...samples.map((s) => -s.units[i].s));
+      return `${high}${high > u.maxDischargeW ? '!' : ''} / ${low}${low > u.maxChargeW ? '!' : ''}`;
+    }).join(' · '),
   };
 }
 
 async function main() {
   const settings = options(process.argv.slice(2));
-  UNITS = ALL_UNITS.slice(0, settings.units);
   const notes = [];
-  const rows = [];
-  if (settings.only.includes('nodes'))
-    rows.push({ label: 'one zero feed-in node per unit (Node-RED)', record: await nodesRun(settings.seconds, notes) });
-  if (settings.only.includes('equal'))
-    rows.push({ label: 'oracle, equal split', record: oracleRun(settings.seconds, (total, units) => equalSplit(total, units)) });
-  if (settings.only.includes('group'))
-    rows.push({ label: 'oracle, group split (splitGroup)', record: oracleRun(settings.seconds, groupSplit()) });
+  const sets = settings.units === 'both' ? [2, 3] : [settings.units];
+  const live = [];
+  for (const n of sets) {
+    const units = ALL_UNITS.slice(0, n);
+    if (settings.only.includes('nodes')) live.push({ table: n, row: 'nodes', units, grouped: false });
+    if (settings.only.includes('regulator')) live.push({ table: n, row: 'regulator', units, grouped: true });
+  }
+  if (settings.off)
+    live.push({ row: 'off', units: ALL_UNITS.slice(0, 2), grouped: true, scenario: OFF_HOUSE, offAtS: settings.seconds / 2 });
+  if (live.length > 0) await liveRuns(settings.seconds, live, notes);
+  for (const n of sets) {
+    UNITS = ALL_UNITS.slice(0, n);
+    const rows = [];
+    const liveRow = (row) => live.find((run) => run.table === n && run.row === row);
+    if (liveRow('nodes')) rows.push({ label: 'one zero feed-in node per unit (Node-RED)', record: liveRow('nodes') });
+    if (settings.only.includes('equal'))
+      rows.push({ label: 'oracle, equal split', record: oracleRun(settings.seconds, (total, units) => equalSplit(total, units)) });
+    if (settings.only.includes('group'))
+      rows.push({ label: 'oracle, group split (splitGroup)', record: oracleRun(settings.seconds, groupSplit()), oracle: true });
+    if (liveRow('regulator'))
+      rows.push({ label: 'group regulator: one zero feed-in node on all units (Node-RED)', record: liveRow('regulator'), group: true });
+    table(rows, settings.seconds);
+  }
+  UNITS = ALL_UNITS.slice(0, 2);
+  const off = live.find((run) => run.row === 'off');
+  if (off) offReport(off);
+  if (settings.long) longRun();
+  for (const note of notes) console.log(`\nNote: ${note}`);
+}
+
+/** One run's table (the units of UNITS), and the group regulator's grid error against the group oracle's. */
+function table(rows, seconds) {
   console.log(
-    `\nSeveral batteries behind one meter: ${settings.seconds} s; ${UNITS.map((u) => `${u.key} (${u.model} class, ${u.initialSoc} %, dead time ${u.deadTimeS} s, lag ${u.lagS} s)`).join(' and ')}; ` +
+    `\nSeveral batteries behind one meter: ${seconds} s; ${UNITS.map((u) => `${u.key} (${u.model} class, ${u.initialSoc} %, dead time ${u.deadTimeS} s, lag ${u.lagS} s)`).join(', ')}; ` +
       `a meter reading every second to every controller; a kettle 20-50 s, a cloud 62-88 s.\n`,
   );
   const columns = [
     ['grid error, ∫ abs(grid) dt (Wh)', 'errorWh'],
-    ['moved from one unit into the other (Wh; share of the group’s energy)', 'moved'],
+    ['moved from one unit into another (Wh; share of the group’s energy)', 'moved'],
     ['self-use of active units (Wh; mean active units)', 'selfUse'],
     [`units commanded to move power at low load, load − PV within ±${LOW_LOAD_W} W (mean)`, 'lowLoad'],
     ['SOC spread, points (start → half way → end)', 'spread'],
     [`writes per minute (${UNITS.map((u) => u.key).join(' · ')})`, 'writes'],
+    ['largest setpoints, W (discharge / charge per unit; over a class limit: !)', 'peaks'],
   ];
   console.log(`| controller | ${columns.map(([label]) => label).join(' | ')} |`);
   console.log(`|---|${columns.map(() => '---').join('|')}|`);
+  const errors = {};
   for (const row of rows) {
-    const f = figures(row.record, settings.seconds);
+    const f = figures(row.record, seconds);
+    if (row.oracle) errors.oracle = Number(f.errorWh);
+    if (row.group) errors.group = Number(f.errorWh);
     console.log(`| ${row.label} | ${columns.map(([, key]) => f[key]).join(' | ')} |`);
   }
-  if (settings.long) longRun();
-  for (const note of notes) console.log(`\nNote: ${note}`);
+  if (errors.oracle !== undefined && errors.group !== undefined)
+    console.log(`\nGroup regulator's grid error: ${(errors.group / errors.oracle).toFixed(2)} × the group oracle's (wanted ≤ 1.5).`);
+}
+
+/** The run with a unit switched off: when it was left out, and when the grid came back within the dead band. */
+function offReport(run) {
+  const after = (t) => (x) => x.t >= t;
+  const leftOut = run.messages.find((m) => m.t >= run.offAt && m.payload.units?.[0]?.leftOut);
+  const readings = run.readings.filter(after(run.offAt));
+  const jump = readings.findIndex((r) => Math.abs(r.grid - TARGET_W) > DEAD_BAND_W);
+  const back = jump === -1 ? undefined : readings.slice(jump).find((r) => Math.abs(r.grid - TARGET_W) <= DEAD_BAND_W);
+  const figure = (t) => (t === undefined ? 'never' : `${(t - run.offAt).toFixed(1)} s`);
+  console.log(
+    `\nA unit switched off (group regulator node, Node-RED; ${OFF_HOUSE.baseLoadW} W ± ${OFF_HOUSE.noiseW} W, no PV): ` +
+      `${run.units[0].key} switched off at ${run.offAt.toFixed(1)} s; left out (${leftOut?.payload.units[0].leftOut ?? '–'}) after ${figure(leftOut?.t)}; ` +
+      `the grid back within ±${DEAD_BAND_W} W after ${figure(back?.t)}` +
+      (back && leftOut
+        ? ` (${Math.max(0, back.t - leftOut.t).toFixed(1)} s = ${Math.ceil(Math.max(0, back.t - leftOut.t) / FEED.everyS)} meter intervals after it was left out)`
+        : '') +
+      `; grid error over the run ${figures(run, run.samples.at(-1).t).errorWh} Wh.`,
+  );
 }
 
 /** SOC of each unit and their spread every half hour through a long discharge and a long charge, for the oracles. */
