@@ -70,13 +70,27 @@ export const isWriteOperation = (operation: string) => /\.SetData$|^User\.SetCon
  * as the user does following the comment.
  */
 /** Examples that need more than Node-RED's core nodes and ours. */
-export const NEEDS_MORE = ['Dashboard.json', 'Home Assistant (MQTT discovery).json', 'Zero feed-in.json'];
+export const NEEDS_MORE = ['Dashboard.json', 'Home Assistant (MQTT discovery).json', 'Zero feed-in.json', 'Several batteries.json'];
 
-/** `armed`: every disabled node enabled, or only those named. */
-export function prepared(name: string, simulator: DeviceSimulator, devicePassword = PASSWORD, armed: boolean | string[] = true) {
+/**
+ * The example ready to load, `simulators` one per device configuration in order (one for all when one is given);
+ * `armed`: every disabled node enabled, or only those named.
+ */
+export function prepared(
+  name: string,
+  simulators: DeviceSimulator | DeviceSimulator[],
+  devicePassword = PASSWORD,
+  armed: boolean | string[] = true,
+) {
+  const sims = Array.isArray(simulators) ? simulators : [simulators];
+  const simulator = sims[0];
+  let devices = 0;
   // Import puts the nodes on a tab, as the editor's Import does.
   const flow: FlowNode[] = example(name).map((node): FlowNode => {
-    if (node.type === 'localbattery-device') return { ...node, host: '127.0.0.1', port: simulator.port, timeout: 3000 };
+    if (node.type === 'localbattery-device') {
+      const sim = sims[Math.min(devices++, sims.length - 1)];
+      return { ...node, host: '127.0.0.1', port: sim.port, timeout: 3000 };
+    }
     if (node.type === 'debug') return { id: node.id, z: 'tab', type: 'helper', name: node.name, wires: [] };
     // Never broadcast from a test: discovery asks the simulator on loopback only.
     if (node.type === 'localbattery-discover')
@@ -86,8 +100,8 @@ export function prepared(name: string, simulator: DeviceSimulator, devicePasswor
     return copy;
   });
   flow.unshift({ id: 'tab', type: 'tab', label: name });
-  const device = flow.find((node) => node.type === 'localbattery-device')!;
-  return { flow, credentials: { [device.id]: { password: devicePassword } } as Record<string, unknown> };
+  const configs = flow.filter((node) => node.type === 'localbattery-device');
+  return { flow, credentials: Object.fromEntries(configs.map((c) => [c.id, { password: devicePassword }])) as Record<string, unknown> };
 }
 
 export function idOf(flow: FlowNode[], predicate: (node: FlowNode) => boolean): string {

@@ -192,6 +192,14 @@ describe('examples', function () {
             .some((node) => node.point === 'workingModeSetting' && node.type === 'localbattery-write')
             .should.be.true(`${file} hands control back`);
           flow[0].info.should.match(/hand(s)? control back/);
+          // Every device a controller steers (a zero feed-in node's devices 2 to 4 too) can be handed back by hand.
+          const steered = writers.flatMap((node) =>
+            ['device', 'device2', 'device3', 'device4'].map((field) => node[field]).filter(Boolean),
+          );
+          for (const device of new Set(steered))
+            flow
+              .some((node) => node.point === 'workingModeSetting' && node.type === 'localbattery-write' && node.device === device)
+              .should.be.true(`${file} hands ${device} back`);
         }
       }
     });
