@@ -1,7 +1,7 @@
 /** The Several batteries example in Node-RED: two simulated units in one house and a test MQTT broker (see examples.test.ts). */
 import should from 'should';
-import { DeviceSimulator, SharedHouse } from '../src/simulator';
-import { PASSWORD, helper } from './support';
+import { SharedHouse, type DeviceSimulator } from '../src/simulator';
+import { PASSWORD, helper, startUnits } from './support';
 import { held } from './setpoint';
 import { startBroker, type TestBroker } from './mqtt-broker';
 import { CORE_NODES, MQTT_NODES, OUR_NODES, example, isWriteOperation, prepared, idOf, until } from './examples-support';
@@ -16,27 +16,16 @@ describe('Several batteries example', function () {
   afterEach(async () => {
     clearInterval(feeding);
     await helper.unload();
-    await broker?.stop();
-    for (const sim of sims) await sim.stop();
-    sims = [];
+    await Promise.all([broker?.stop(), ...sims.splice(0).map((sim) => sim.stop())]);
   });
 
   /** Both units idle (mode 5) in one house of 400 W; the meter's topic gets its grid power as a Shelly Pro 3EM sends it. */
   async function run(armed: boolean | string[]) {
     const house = new SharedHouse({ house: { baseLoadW: 400, noiseW: 0 }, timeScale: 1 });
-    sims = [80, 40].map(
-      (soc, i) =>
-        new DeviceSimulator({
-          port: 0,
-          udpPort: null,
-          password: PASSWORD,
-          sharedHouse: house,
-          workingMode: 5,
-          initialSoc: soc,
-          serialNumber: `SIMEXAMPLE00000${i + 1}`,
-        }),
-    );
-    for (const sim of sims) await sim.start();
+    sims = await startUnits(house, [
+      { workingMode: 5, initialSoc: 80 },
+      { workingMode: 5, initialSoc: 40 },
+    ]);
     broker = await startBroker();
     const { flow, credentials } = prepared(NAME, sims, PASSWORD, armed);
     for (const node of flow) if (node.type === 'mqtt-broker') Object.assign(node, { broker: '127.0.0.1', port: broker.port });

@@ -4,7 +4,7 @@ import { DeviceClient } from '../src/device/client';
 import { GroupPlant } from '../src/control/group-plant';
 import { REAL_TIME } from '../src/points/catalogue';
 import { DeviceSimulator, SharedHouse } from '../src/simulator';
-import { PASSWORD } from './support';
+import { PASSWORD, startUnits } from './support';
 import { held } from './setpoint';
 import { until } from './node-support';
 
@@ -24,20 +24,10 @@ describe('group plant (src/control/group-plant.ts): several devices behind one m
 
   async function group(socs: number[], options: ConstructorParameters<typeof GroupPlant>[2] = {}) {
     const house = new SharedHouse({ timeScale: 1, house: { baseLoadW: 500, pvW: 0 } });
-    sims = socs.map(
-      (soc, i) =>
-        new DeviceSimulator({
-          port: 0,
-          udpPort: null,
-          password: PASSWORD,
-          sharedHouse: house,
-          workingMode: REAL_TIME.mode,
-          model: i === 0 ? '2000' : '1600',
-          initialSoc: soc,
-          serialNumber: `SIMGROUPTEST000${i + 1}`,
-        }),
+    sims = await startUnits(
+      house,
+      socs.map((soc, i) => ({ workingMode: REAL_TIME.mode, model: i === 0 ? '2000' : '1600', initialSoc: soc })),
     );
-    for (const sim of sims) await sim.start();
     // Each unit's client with its class's limits, as its device configuration would have them.
     const limits = [{}, { chargeLimit: 1200, dischargeLimit: 800 }];
     clients = sims.map(

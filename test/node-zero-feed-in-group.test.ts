@@ -3,9 +3,9 @@
  * meter (a 2000 class at 80 %, a 1600 class at 40 %), one node steering both.
  */
 import should from 'should';
-import { DeviceSimulator, SharedHouse, type SimulatorOptions } from '../src/simulator';
+import { DeviceSimulator, SharedHouse } from '../src/simulator';
 import type { HouseScenario } from '../src/simulator/house';
-import { PASSWORD, deviceConfig, helper } from './support';
+import { PASSWORD, deviceConfig, helper, startUnits } from './support';
 import { errorsOf, lastStatus, until } from './node-support';
 import { nodes } from './zero-feed-in-support';
 import { held } from './setpoint';
@@ -28,22 +28,11 @@ describe('localbattery-zero-feed-in node with several devices', function () {
   /** Both units in `house`, the node on both, the first unit's meter fed to it every 500 ms; samples every 100 ms. */
   async function load(house: HouseScenario, zero: Record<string, unknown> = {}) {
     const shared = new SharedHouse({ house, timeScale: 1 });
-    const unit = (options: SimulatorOptions) =>
-      new DeviceSimulator({
-        port: 0,
-        udpPort: null,
-        password: PASSWORD,
-        sharedHouse: shared,
-        workingMode: 5,
-        deadTimeS: 0.5,
-        lagS: 1,
-        ...options,
-      });
-    sims = [
-      unit({ model: '2000', initialSoc: 80, serialNumber: 'SIMGROUPNODE0001' }),
-      unit({ model: '1600', initialSoc: 40, serialNumber: 'SIMGROUPNODE0002' }),
-    ];
-    for (const sim of sims) await sim.start();
+    const unit = { workingMode: 5, deadTimeS: 0.5, lagS: 1 };
+    sims = await startUnits(shared, [
+      { ...unit, model: '2000', initialSoc: 80 },
+      { ...unit, model: '1600', initialSoc: 40 },
+    ]);
     const big = deviceConfig(sims[0], 'dev-big', { name: 'big' });
     const small = deviceConfig(sims[1], 'dev-small', { name: 'small', chargeLimit: 1200, dischargeLimit: 800 });
     const flow = [big.node, small.node, { ...GROUP_NODE, ...zero, wires: [['out']] }, { id: 'out', type: 'helper' }];

@@ -1,6 +1,6 @@
 /** Shared test set-up: a simulator with its password already changed, and the config node that points at it. */
 import helper from 'node-red-node-test-helper';
-import { DeviceSimulator, type SimulatorOptions } from '../src/simulator';
+import { DeviceSimulator, type SharedHouse, type SimulatorOptions } from '../src/simulator';
 
 // NODE_RED_RUNTIME: the runtime under test (e.g. another Node-RED's lib/red.js, see scripts/compat-node-red.sh);
 // by default the node-red of this package's devDependencies.
@@ -29,6 +29,23 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<De
   const simulator = new DeviceSimulator({ port: 0, udpPort: null, password: PASSWORD, ...options });
   await simulator.start();
   return simulator;
+}
+
+/** Simulated units in one house, each listening and started; `units` their own options (model, SOC, ...). */
+export async function startUnits(house: SharedHouse, units: SimulatorOptions[]): Promise<DeviceSimulator[]> {
+  const sims = units.map(
+    (options, i) =>
+      new DeviceSimulator({
+        port: 0,
+        udpPort: null,
+        password: PASSWORD,
+        sharedHouse: house,
+        serialNumber: `SIMUNIT00000000${i + 1}`,
+        ...options,
+      }),
+  );
+  for (const sim of sims) await sim.start();
+  return sims;
 }
 
 /** The config node and its credentials for a flow that talks to `simulator`. */
