@@ -40,11 +40,13 @@ const SOC = address('batterySoc');
 const SELF_CONSUMPTION = 1;
 /** With the meter from messages, battery power and SOC are read this often (one request, shared with the others)... */
 const STATE_READ_MS = 30000;
-/** ...and this often while it steers: a battery that falls short of its setpoint is seen within seconds (this cost
- * the bench's house 0.2 to 0.9 Wh of grid error in 6 minutes: a read takes the slot a load step may need). */
+/** ...and this often while it steers, in a slot no write needs: a battery that falls short of its setpoint is seen
+ * within seconds. A read due goes right after a reading that moved nothing, and gives way to a write while it waits... */
 const STEERING_READ_MS = 3000;
-/** How often a read of 6000 is looked at: whether it is due, and whether a move under way lets it go. */
-const MOVING_WAIT_MS = 1000;
+/** ...until it is this late (the loop moves at every reading, as when it winds up): then it goes and waits its turn. */
+const STEERING_READ_LATE_MS = 2 * STEERING_READ_MS;
+/** How often the timer looks whether a read of 6000 is due (not steering) or late (steering). */
+const POLL_MS = 1000;
 /** The device's own meter refreshes this often (BK1600 Ultra, EMS V2.00.02): its reading may be this much older. */
 const DEVICE_METER_REFRESH_S = 3;
 /** How long before its acknowledgement a write may have been carried out (the specification's response time). */
@@ -70,6 +72,8 @@ export class ZeroFeedInController {
   private closed = false;
   /** When battery power and SOC were last asked for (meter from messages). */
   private stateReadAt = -Infinity;
+  /** The read of 6000 under way (meter from messages); `yields`: withdrawn while it waits if a write needs the slot. */
+  private stateRead: { abort: AbortController; started: boolean; yields: boolean; askedBefore: number } | undefined;
   private warnedBattery = false;
 
   constructor(
@@ -144,7 +148,9 @@ export class ZeroFeedInController {
     if (!this.regulator.enabled || this.handing) return;
     // While a write of this controller is on its way, what the queue knows may be that write.
     if (!this.regulator.inFlight) this.followOthers();
-    this.act(this.regulator.meter(grid, this.now(), battery));
+    const decision = this.regulator.meter(grid, this.now(), battery);
+    this.act(decision);
+    this.readAfterHold(decision);
   }
 
   /** Stops the reads and the clock and leaves the battery as configured; resolves when the device has it. */
@@ -207,6 +213,7 @@ export class ZeroFeedInController {
    */
   private async send(watts: number, urgent = false): Promise<void> {
     const regulator = this.regulator;
+    this.yieldRead();
     try {
       const command = parseControl(watts, this.controlOptions);
       const outcome = await this.controller.apply(command, false, undefined, { urgent, onStart: () => regulator.started(this.now()) });
@@ -255,11 +262,14 @@ export class ZeroFeedInController {
     else if (decision.action === 'self-consumption') void this.track(this.handBack('self-consumption'));
   }
 
-  /** Battery power and SOC (and the meter, when it is the device's) in one read through the shared queue. */
-  private async readDevice(withMeter: boolean): Promise<void> {
+  /**
+   * Battery power and SOC (and the meter, when it is the device's) in one read through the shared queue; `signal`
+   * withdraws it while it waits (quietly).
+   */
+  private async readDevice(withMeter: boolean, options: { signal?: AbortSignal; onStart?: () => void } = {}): Promise<void> {
     const asked = this.now();
     try {
-      const { values } = await this.session.read(withMeter ? [METER, METER_1600, BATTERY, SOC] : [BATTERY, SOC]);
+      const { values } = await this.session.read(withMeter ? [METER, METER_1600, BATTERY, SOC] : [BATTERY, SOC], options);
       const number = (a: number) => (typeof values.get(a) === 'number' ? (values.get(a) as number) : undefined);
       const soc = number(SOC);
       if (soc !== undefined) this.regulator.observeSoc(soc, this.now());
@@ -269,7 +279,7 @@ export class ZeroFeedInController {
       if (battery !== undefined) this.regulator.observeBattery(battery, this.now(), asked);
       if (withMeter && meter !== undefined) this.reading(meter);
     } catch (error) {
-      this.failure(error);
+      if (!options.signal?.aborted) this.failure(error);
     }
   }
 
@@ -281,14 +291,39 @@ export class ZeroFeedInController {
     );
   }
 
+  /** The timer's part of the reads of 6000: every STATE_READ_MS until it steers, then only a late one. */
   private pollState(): void {
-    const now = this.now();
-    const every = this.regulator.steering ? STEERING_READ_MS : STATE_READ_MS;
-    // A move under way has the device's slots first (a pulse's follow-up must not wait for a read), for up to one more
-    // interval: a battery that does not follow shows within two.
-    const wait = now - this.stateReadAt < every || (this.regulator.moving && now - this.stateReadAt < 2 * every);
-    if (wait) return this.later(() => this.pollState(), MOVING_WAIT_MS);
-    this.stateReadAt = now;
-    void this.readDevice(false).finally(() => this.later(() => this.pollState(), MOVING_WAIT_MS));
+    const late = this.now() - this.stateReadAt >= (this.regulator.steering ? STEERING_READ_LATE_MS : STATE_READ_MS);
+    if (late) this.readState(false);
+    this.later(() => this.pollState(), POLL_MS);
+  }
+
+  /**
+   * While it steers, a read of 6000 that is due goes right after a reading that moved nothing: the slot after it is
+   * the one no write needs (the next reading is an interval away), and a load step finds the device free.
+   */
+  private readAfterHold(decision: Decision): void {
+    if (this.config.meterSource !== 'message' || decision.action !== 'hold' || !this.regulator.steering || this.regulator.moving) return;
+    if (this.now() - this.stateReadAt >= STEERING_READ_MS) this.readState(true);
+  }
+
+  private readState(yields: boolean): void {
+    if (this.stateRead || this.closed) return;
+    const read = { abort: new AbortController(), started: false, yields, askedBefore: this.stateReadAt };
+    this.stateRead = read;
+    this.stateReadAt = this.now();
+    const onStart = () => (read.started = true);
+    void this.readDevice(false, { signal: read.abort.signal, onStart }).finally(() => {
+      if (this.stateRead === read) this.stateRead = undefined;
+    });
+  }
+
+  /** A write goes out: a read of 6000 that still waits and may yield is withdrawn, and is due again as it was. */
+  private yieldRead(): void {
+    const read = this.stateRead;
+    if (!read || read.started || !read.yields) return;
+    this.stateRead = undefined;
+    this.stateReadAt = read.askedBefore;
+    read.abort.abort();
   }
 }
