@@ -16,6 +16,7 @@ interface ZeroFeedInDef extends NodeDef {
   device: string;
   meterSource: string;
   meterInterval: string | number;
+  meterSends: string;
   target: string | number;
   deadBand: string | number;
   maxCharge: string | number;

@@ -13,13 +13,18 @@ import { Regulator, gridReading, type Decision, type RegulatorSettings } from '.
 /** Where grid readings come from, and what a stop or disable leaves (node settings). */
 export const METER_SOURCES = ['message', 'device'] as const;
 export const ON_STOP = ['self-consumption', 'standby', 'keep'] as const;
+/** A meter from messages publishes every interval, even unchanged ('always'), or only when its value changes. */
+export const METER_SENDS = ['always', 'on-change'] as const;
 export type MeterSource = (typeof METER_SOURCES)[number];
 export type OnStop = (typeof ON_STOP)[number];
+export type MeterSends = (typeof METER_SENDS)[number];
 
 export interface ZeroFeedInConfig {
   regulator: RegulatorSettings;
   meterSource: MeterSource;
   meterIntervalMs: number;
+  /** 'on-change': silence means unchanged, and the meter time-out is the longest silence (see repeatReading()). */
+  meterSends: MeterSends;
   onStop: OnStop;
 }
 
@@ -53,6 +58,8 @@ const DEVICE_METER_REFRESH_S = 3;
 const ANSWER_MS = 1000;
 /** How often the regulator's clock is looked at (pulse follow-ups, a silent meter). */
 const TICK_MS = 250;
+/** With a meter that publishes only on change, the regulator times out this many intervals after the last repeat. */
+const REPEATS_MISSED = 2;
 
 /** The signed watts a command gives the battery (6000's sign): what the device acknowledged. */
 function signedPower(command: ControlCommand): number {
@@ -75,6 +82,9 @@ export class ZeroFeedInController {
   /** The read of 6000 under way (meter from messages); `yields`: withdrawn while it waits if a write needs the slot. */
   private stateRead: { abort: AbortController; started: boolean; yields: boolean; askedBefore: number } | undefined;
   private warnedBattery = false;
+  /** The last reading from a message, and when the regulator last took a reading (a message's, or its repeat). */
+  private heard: { grid: number; at: number } | undefined;
+  private takenAt = -Infinity;
 
   constructor(
     private readonly session: ClientSession,
@@ -85,7 +95,8 @@ export class ZeroFeedInController {
     // The device's meter may be up to its refresh older than the battery power read with it: a longer meter delay.
     const slow = { ...config.regulator.slow };
     if (config.meterSource === 'device') slow.meterDelayS += DEVICE_METER_REFRESH_S;
-    this.regulator = new Regulator({ ...config.regulator, slow, requestIntervalMs: session.client.minIntervalMs }, now());
+    const meterTimeoutMs = this.repeats ? REPEATS_MISSED * config.meterIntervalMs : config.regulator.meterTimeoutMs;
+    this.regulator = new Regulator({ ...config.regulator, slow, meterTimeoutMs, requestIntervalMs: session.client.minIntervalMs }, now());
     this.controlOptions = {
       power: config.regulator.minPower,
       chargeSoc: config.regulator.chargeSoc,
@@ -109,9 +120,31 @@ export class ZeroFeedInController {
     // A pulse's follow-up is due by time, and a silent meter is looked for.
     this.tickTimer = setInterval(() => {
       if (this.closed || this.handing) return;
+      this.repeatReading();
       const decision = this.regulator.tick(this.now());
       if (decision) this.act(decision, true);
     }, TICK_MS);
+  }
+
+  /** A meter from messages that publishes only on change: its silence is taken as "unchanged". */
+  private get repeats(): boolean {
+    return this.config.meterSource === 'message' && this.config.meterSends === 'on-change';
+  }
+
+  /**
+   * A meter that publishes only on change is silent while nothing changes: its last reading is taken again each
+   * meter interval (the first after one and a half, so a late message is not doubled), for as long as the meter time-out
+   * allows. The regulator's own time-out is then REPEATS_MISSED intervals: it acts once the repeats have stopped, at
+   * the configured time-out after the last message.
+   */
+  private repeatReading(): void {
+    const heard = this.heard;
+    if (!this.repeats || !heard || !this.regulator.enabled) return;
+    const now = this.now();
+    const every = this.config.meterIntervalMs;
+    const silentMs = now - heard.at;
+    const lastRepeat = this.config.regulator.meterTimeoutMs - REPEATS_MISSED * every;
+    if (now - this.takenAt >= every && silentMs >= 1.5 * every && silentMs <= lastRepeat) this.take(heard.grid);
   }
 
   private get handing(): boolean {
@@ -139,6 +172,13 @@ export class ZeroFeedInController {
    */
   reading(grid: number, battery?: number, soc?: number): void {
     if (this.closed) return;
+    this.heard = { grid, at: this.now() };
+    this.take(grid, battery, soc);
+  }
+
+  /** A grid reading (a message's, its repeat or the device's meter), with what came with it. */
+  private take(grid: number, battery?: number, soc?: number): void {
+    if (this.closed) return;
     if (battery !== undefined && !this.regulator.plausibleBattery(battery, this.now())) {
       if (!this.warnedBattery) this.host.implausibleBattery(battery);
       this.warnedBattery = true;
@@ -148,6 +188,7 @@ export class ZeroFeedInController {
     if (!this.regulator.enabled || this.handing) return;
     // While a write of this controller is on its way, what the queue knows may be that write.
     if (!this.regulator.inFlight) this.followOthers();
+    this.takenAt = this.now();
     const decision = this.regulator.meter(grid, this.now(), battery);
     this.act(decision);
     this.readAfterHold(decision);
@@ -277,7 +318,7 @@ export class ZeroFeedInController {
       const meter = gridReading(values.get(METER) ?? values.get(METER_1600));
       // The meter may be up to its refresh older than 6000: the battery counts as a read-back, the models bridge the age.
       if (battery !== undefined) this.regulator.observeBattery(battery, this.now(), asked);
-      if (withMeter && meter !== undefined) this.reading(meter);
+      if (withMeter && meter !== undefined) this.take(meter);
     } catch (error) {
       if (!options.signal?.aborted) this.failure(error);
     }
