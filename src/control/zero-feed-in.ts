@@ -1,8 +1,8 @@
 /**
  * Zero feed-in without Node-RED: wires a Regulator (src/control/regulator.ts) to a device session. It feeds the
  * regulator grid readings (given, or read from the device's own meter through the shared queue) and battery power,
- * sends its setpoints with RealTimeController, follows other writers of the same device, drives the pulse follow-ups
- * and the meter time-out by a timer, and on disable, close or a silent meter leaves the battery as configured. The
+ * sends its setpoints with RealTimeController, follows other writers of the same device, drives the pulse follow-ups,
+ * the meter time-out and the repeats of a meter that publishes only on change by a timer, and on disable, close or a silent meter leaves the battery as configured. The
  * node (nodes/localbattery-zero-feed-in.ts) only turns messages into calls and decisions into messages and a status.
  */
 import { REAL_TIME, pointByName } from '../points/catalogue';
@@ -133,9 +133,9 @@ export class ZeroFeedInController {
 
   /**
    * A meter that publishes only on change is silent while nothing changes: its last reading is taken again each
-   * meter interval (the first after one and a half, so a late message is not doubled), for as long as the meter time-out
-   * allows. The regulator's own time-out is then REPEATS_MISSED intervals: it acts once the repeats have stopped, at
-   * the configured time-out after the last message.
+   * meter interval (the first after one and a half, so a late message is not doubled) while the silence is shorter than
+   * the meter time-out less one interval. The regulator's own time-out is then REPEATS_MISSED intervals: it acts once
+   * the repeats have stopped, from the configured time-out after the last message to one interval later.
    */
   private repeatReading(): void {
     const heard = this.heard;
@@ -143,8 +143,8 @@ export class ZeroFeedInController {
     const now = this.now();
     const every = this.config.meterIntervalMs;
     const silentMs = now - heard.at;
-    const lastRepeat = this.config.regulator.meterTimeoutMs - REPEATS_MISSED * every;
-    if (now - this.takenAt >= every && silentMs >= 1.5 * every && silentMs <= lastRepeat) this.take(heard.grid);
+    const repeatsEnd = this.config.regulator.meterTimeoutMs - (REPEATS_MISSED - 1) * every;
+    if (now - this.takenAt >= every && silentMs >= 1.5 * every && silentMs < repeatsEnd) this.take(heard.grid);
   }
 
   private get handing(): boolean {
