@@ -57,6 +57,23 @@ describe('localbattery-zero-feed-in node: a meter that publishes only on change'
     should(simulator.stats.violations).be.empty();
   });
 
+  it('only on change: back on after a silence longer than the time-out, the silence counts from the switch-on', async function () {
+    simulator = await startSimulator({ workingMode: 5 });
+    const { node, outputs } = await load(simulator, { meterSends: 'on-change', meterInterval: 1, meterTimeout: 4, onStop: 'keep' });
+    const silence = await settleThenSilence(node, outputs);
+    node.receive({ enable: false });
+    // Off for longer than the time-out, the meter silent all along (the house did not change).
+    await until(() => Date.now() - silence.at > 5000, 8000, 'a silence past the time-out');
+    const from = outputs.length;
+    const on = Date.now();
+    node.receive({ enable: true });
+    // The silence counts from the switch-on: readings taken again, and the time-out only the time-out later.
+    await until(() => timeoutAt(outputs.slice(from)) >= 0, 8000, 'the time-out decision');
+    should(Date.now() - on).be.within(3800, 5500);
+    should(timeoutAt(outputs.slice(from))).equal(2);
+    for (const msg of outputs.slice(from, from + 2)) should(msg.payload.grid).equal(silence.grid);
+  });
+
   it('every reading (the default): the same silence times out after the time-out, nothing taken again', async function () {
     simulator = await startSimulator({ workingMode: 5 });
     const { node, outputs } = await load(simulator, { meterInterval: 1, meterTimeout: 4, onTimeout: 'standby' });

@@ -161,8 +161,9 @@ export class ZeroFeedInController {
     const was = this.regulator.enabled;
     if (was && !on) void this.track(this.handBack(this.config.onStop));
     this.regulator.enable(on, this.now());
-    // Back on: what the battery gives now is where the loop starts.
+    // Back on: what the battery gives now is where the loop starts; a meter that sends on change was silent meanwhile.
     if (!was && on) void this.readDevice(false);
+    if (!was && on && this.heard) this.heard = { ...this.heard, at: this.now() };
     this.host.changed();
   }
 
