@@ -87,6 +87,26 @@ describe('zero feed-in controller (src/control/zero-feed-in.ts) against the simu
     should(simulator.stats.violations).be.empty();
   });
 
+  it('a battery that delivers 600 W of a larger setpoint is seen from the reads of 6000 within seconds, and steered from there', async () => {
+    // A 1500 W house; the battery accepts any setpoint but gives at most 600 W (cold, derated).
+    simulator = await startSimulator({
+      workingMode: 5,
+      latencyMs: [80, 120],
+      house: { baseLoadW: 1500 },
+      derating: [{ atS: 0, durationS: 600, maxW: 600 }],
+    });
+    const { controller, decisions } = start({ onStop: 'keep' });
+    feeding = setInterval(() => controller.reading(simulator.meterPower), 1000);
+    await until(() => (controller.regulator.setpoint ?? 0) > 700, 15000, 'a setpoint beyond what the battery gives');
+    const beyond = performance.now();
+    await until(() => controller.regulator.shortfall !== undefined, 15000, 'the shortfall seen');
+    // Two reads apart at most (each at the latest 6 s after the one before), with the answer and the models' settling.
+    should(performance.now() - beyond).be.below(10000);
+    const seen = decisions.length;
+    await until(() => decisions.slice(seen).some((d) => d.limitedBy === 'battery'), 5000, 'a decision limited by the battery');
+    should(simulator.stats.violations).be.empty();
+  });
+
   it('closing with keep while nothing was steered writes nothing; after steering it leaves a steady setpoint', async () => {
     simulator = await startSimulator({ workingMode: 5 });
     const first = start({ onStop: 'keep' });
