@@ -21,6 +21,7 @@ interface ZeroFeedInDef extends NodeDef {
   device4?: string;
   meterSource: string;
   meterInterval: string | number;
+  meterSends: string;
   target: string | number;
   deadBand: string | number;
   maxCharge: string | number;

@@ -1,9 +1,9 @@
 /** The zero feed-in controller (src/control/zero-feed-in.ts) without Node-RED, against the simulator. */
 import should from 'should';
-import { DeviceClient } from '../src/device/client';
+import { DeviceClient, type ClientSession } from '../src/device/client';
 import { ZeroFeedInController } from '../src/control/zero-feed-in';
 import type { Decision } from '../src/control/regulator';
-import { REAL_TIME } from '../src/points/catalogue';
+import { REAL_TIME, pointByName } from '../src/points/catalogue';
 import { deviceLimits, zeroFeedInSettings } from '../src/editor/inputs';
 import type { DeviceSimulator } from '../src/simulator';
 import { PASSWORD, startSimulator } from './support';
@@ -24,11 +24,13 @@ describe('zero feed-in controller (src/control/zero-feed-in.ts) against the simu
     await simulator?.stop();
   });
 
-  function start(settings: Record<string, unknown> = {}) {
+  function start(settings: Record<string, unknown> = {}, onSession?: (session: ClientSession) => void) {
     client = new DeviceClient({ host: '127.0.0.1', port: simulator.port, password: PASSWORD, timeoutMs: 3000 });
     const decisions: Decision[] = [];
     const config = zeroFeedInSettings(settings, deviceLimits({}));
-    controller = new ZeroFeedInController(client.session(), config, {
+    const session = client.session();
+    onSession?.(session);
+    controller = new ZeroFeedInController(session, config, {
       decision: (decision) => decisions.push(decision),
       changed: () => undefined,
       failure: () => undefined,
@@ -45,6 +47,63 @@ describe('zero feed-in controller (src/control/zero-feed-in.ts) against the simu
     await until(() => simulator.workingMode === REAL_TIME.mode && controller.regulator.steering, 10000, 'steering');
     const reads = simulator.stats.byOperation['Vendor.GetData'] ?? 0;
     await until(() => (simulator.stats.byOperation['Vendor.GetData'] ?? 0) >= reads + 2, 25000, 'two reads of 6000');
+    should(simulator.stats.violations).be.empty();
+  });
+
+  it('a load step that arrives just as a read of 6000 is asked is written in the next free slot, ahead of the read', async () => {
+    simulator = await startSimulator({ workingMode: 5, latencyMs: [80, 120] });
+    const battery = pointByName('batteryPower')!.address;
+    const gets = () => simulator.stats.byOperation['Vendor.GetData'] ?? 0;
+    let extra = 0;
+    let stateReads = 0;
+    let step: { at: number; gets: number } | undefined;
+    let answered: { at: number; gets: number } | undefined;
+    const { controller } = start({ onStop: 'keep' }, (session) => {
+      const read = session.read.bind(session);
+      session.read = (addresses, options) => {
+        // The third read (steering by then): another writer's setting (a dashboard) takes the next slot, the read is
+        // asked, and a 1500 W load step arrives with it. The slot after the other write is the step's.
+        if (addresses.includes(battery) && ++stateReads === 3) {
+          void client.session().write('feedInPowerLimitSetting', 750);
+          const asked = read(addresses, options);
+          extra = 1500;
+          step = { at: performance.now(), gets: gets() };
+          controller.reading(simulator.meterPower + extra);
+          return asked;
+        }
+        return read(addresses, options);
+      };
+    });
+    const started = controller.regulator.started.bind(controller.regulator);
+    controller.regulator.started = (now) => {
+      if (step && !answered) answered = { at: performance.now(), gets: gets() };
+      started(now);
+    };
+    feeding = setInterval(() => controller.reading(simulator.meterPower + extra), 1000);
+    await until(() => answered !== undefined, 30000, 'the load step answered by a write');
+    // No read went out before it, and it left one interval after the other write (the device's interval is 1 s).
+    should(answered!.gets).equal(step!.gets);
+    should(answered!.at - step!.at).be.below(1500);
+    should(simulator.stats.violations).be.empty();
+  });
+
+  it('a battery that delivers 600 W of a larger setpoint is seen from the reads of 6000 within seconds, and steered from there', async () => {
+    // A 1500 W house; the battery accepts any setpoint but gives at most 600 W (cold, derated).
+    simulator = await startSimulator({
+      workingMode: 5,
+      latencyMs: [80, 120],
+      house: { baseLoadW: 1500 },
+      derating: [{ atS: 0, durationS: 600, maxW: 600 }],
+    });
+    const { controller, decisions } = start({ onStop: 'keep' });
+    feeding = setInterval(() => controller.reading(simulator.meterPower), 1000);
+    await until(() => (controller.regulator.setpoint ?? 0) > 700, 15000, 'a setpoint beyond what the battery gives');
+    const beyond = performance.now();
+    await until(() => controller.regulator.shortfall !== undefined, 15000, 'the shortfall seen');
+    // Two reads apart at most (each at the latest 6 s after the one before), with the answer and the models' settling.
+    should(performance.now() - beyond).be.below(10000);
+    const seen = decisions.length;
+    await until(() => decisions.slice(seen).some((d) => d.limitedBy === 'battery'), 5000, 'a decision limited by the battery');
     should(simulator.stats.violations).be.empty();
   });
 

@@ -37,6 +37,11 @@ export interface SendOptions {
   onStart: () => void;
 }
 
+export interface ReadOptions {
+  signal?: AbortSignal;
+  onStart?: () => void;
+}
+
 export interface BatteryPlant {
   /** The shortest time between two requests to one device (ms): an overdrive's halves are that far apart. */
   readonly minIntervalMs: number;
@@ -46,7 +51,8 @@ export interface BatteryPlant {
   learn(): Promise<void>;
   /** Sends a total setpoint (W, signed like 6000). Rejects on a failure of the whole plant. */
   apply(watts: number, options: SendOptions): Promise<PlantOutcome>;
-  read(withMeter: boolean): Promise<PlantReading>;
+  /** `signal` withdraws the read while it waits (a write needs the slot); `onStart` when its request goes out. */
+  read(withMeter: boolean, options?: ReadOptions): Promise<PlantReading>;
   /** Hands the battery back to the device's own self-consumption. */
   selfConsumption(): Promise<void>;
   /** A change by another writer in this process after `since` (performance.now()), if any. */
@@ -108,8 +114,8 @@ export class DevicePlant implements BatteryPlant {
     return { superseded: outcome.status === 'superseded', watts: signedPower(command) };
   }
 
-  async read(withMeter: boolean): Promise<PlantReading> {
-    const { values } = await this.session.read(withMeter ? [METER, METER_1600, BATTERY, SOC] : [BATTERY, SOC]);
+  async read(withMeter: boolean, options: ReadOptions = {}): Promise<PlantReading> {
+    const { values } = await this.session.read(withMeter ? [METER, METER_1600, BATTERY, SOC] : [BATTERY, SOC], options);
     const number = (a: number) => (typeof values.get(a) === 'number' ? (values.get(a) as number) : undefined);
     return {
       battery: number(BATTERY),

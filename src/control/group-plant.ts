@@ -9,7 +9,15 @@
  */
 import type { ClientSession } from '../device/client';
 import { pointByName, type PowerLimits } from '../points/catalogue';
-import { DevicePlant, type BatteryPlant, type OthersWrite, type PlantOutcome, type PlantReading, type SendOptions } from './device-plant';
+import {
+  DevicePlant,
+  type BatteryPlant,
+  type OthersWrite,
+  type PlantOutcome,
+  type PlantReading,
+  type ReadOptions,
+  type SendOptions,
+} from './device-plant';
 import { SPLIT_DEFAULTS, splitGroup, type GroupUnit, type SplitMemory, type SplitOptions, type UnitReason } from './group-split';
 import type { RegulatorSettings } from './regulator';
 import { isLeftOut, unitHealth, type HealthOptions, type LeftOutReason, type UnitHealth } from './unit-health';
@@ -218,15 +226,22 @@ export class GroupPlant implements BatteryPlant {
   }
 
   /** Every unit's battery power and SOC (the meter from the first unit's); the sum of the units that are steered. */
-  async read(withMeter: boolean): Promise<PlantReading> {
+  async read(withMeter: boolean, options: ReadOptions = {}): Promise<PlantReading> {
+    let started = false;
+    const onStart = () => {
+      if (!started) options.onStart?.();
+      started = true;
+    };
     const results = await Promise.all(
       this.units.map((u, i) =>
-        u.plant.read(withMeter && i === 0).then(
+        u.plant.read(withMeter && i === 0, { signal: options.signal, onStart }).then(
           (reading) => ({ reading }),
           (error: unknown) => ({ error }),
         ),
       ),
     );
+    // Withdrawn while it waited (a write needed the slots): no unit failed.
+    if (options.signal?.aborted) throw options.signal.reason;
     const now = this.now();
     let battery: number | undefined = 0;
     let socWh = 0;

@@ -2,8 +2,8 @@
  * Zero feed-in without Node-RED: wires a Regulator (src/control/regulator.ts) to a plant (src/control/device-plant.ts:
  * one device's session, or a group of devices). It feeds the regulator grid readings (given, or read from the device's
  * own meter through the shared queue) and battery power, sends its setpoints through the plant, follows other writers
- * of the same device, drives the pulse follow-ups
- * and the meter time-out by a timer, and on disable, close or a silent meter leaves the battery as configured. The
+ * of the same device, drives the pulse follow-ups, the meter time-out and the repeats of a meter that publishes only on
+ * change by a timer, and on disable, close or a silent meter leaves the battery as configured. The
  * node (nodes/localbattery-zero-feed-in.ts) only turns messages into calls and decisions into messages and a status.
  */
 import type { ClientSession } from '../device/client';
@@ -13,13 +13,18 @@ import { Regulator, type Decision, type RegulatorSettings } from './regulator';
 /** Where grid readings come from, and what a stop or disable leaves (node settings). */
 export const METER_SOURCES = ['message', 'device'] as const;
 export const ON_STOP = ['self-consumption', 'standby', 'keep'] as const;
+/** A meter from messages publishes every interval, even unchanged ('always'), or only when its value changes. */
+export const METER_SENDS = ['always', 'on-change'] as const;
 export type MeterSource = (typeof METER_SOURCES)[number];
 export type OnStop = (typeof ON_STOP)[number];
+export type MeterSends = (typeof METER_SENDS)[number];
 
 export interface ZeroFeedInConfig {
   regulator: RegulatorSettings;
   meterSource: MeterSource;
   meterIntervalMs: number;
+  /** 'on-change': silence means unchanged, and the meter time-out is the longest silence (see repeatReading()). */
+  meterSends: MeterSends;
   onStop: OnStop;
 }
 
@@ -34,17 +39,21 @@ export interface ZeroFeedInHost {
 
 /** With the meter from messages, battery power and SOC are read this often (one request, shared with the others)... */
 const STATE_READ_MS = 30000;
-/** ...and this often while it steers: a battery that falls short of its setpoint is seen within seconds (this cost
- * the bench's house 0.2 to 0.9 Wh of grid error in 6 minutes: a read takes the slot a load step may need). */
+/** ...and this often while it steers, in a slot no write needs: a battery that falls short of its setpoint is seen
+ * within seconds. A read due goes right after a reading that moved nothing, and gives way to a write while it waits... */
 const STEERING_READ_MS = 3000;
-/** How often a read of 6000 is looked at: whether it is due, and whether a move under way lets it go. */
-const MOVING_WAIT_MS = 1000;
+/** ...until it is this late (the loop moves at every reading, as when it winds up): then it goes and waits its turn. */
+const STEERING_READ_LATE_MS = 2 * STEERING_READ_MS;
+/** How often the timer looks whether a read of 6000 is due (not steering) or late (steering). */
+const POLL_MS = 1000;
 /** The device's own meter refreshes this often (BK1600 Ultra, EMS V2.00.02): its reading may be this much older. */
 const DEVICE_METER_REFRESH_S = 3;
 /** How long before its acknowledgement a write may have been carried out (the specification's response time). */
 const ANSWER_MS = 1000;
 /** How often the regulator's clock is looked at (pulse follow-ups, a silent meter). */
 const TICK_MS = 250;
+/** With a meter that publishes only on change, the regulator times out this many intervals after the last repeat. */
+const REPEATS_MISSED = 2;
 
 export class ZeroFeedInController {
   readonly regulator: Regulator;
@@ -58,7 +67,12 @@ export class ZeroFeedInController {
   private closed = false;
   /** When battery power and SOC were last asked for (meter from messages). */
   private stateReadAt = -Infinity;
+  /** The read of 6000 under way (meter from messages); `yields`: withdrawn while it waits if a write needs the slot. */
+  private stateRead: { abort: AbortController; started: boolean; yields: boolean; askedBefore: number } | undefined;
   private warnedBattery = false;
+  /** The last reading from a message, and when the regulator last took a reading (a message's, or its repeat). */
+  private heard: { grid: number; at: number } | undefined;
+  private takenAt = -Infinity;
 
   /** `steered`: one device's session, or a plant (a group of devices, src/control/group-plant.ts). */
   constructor(
@@ -71,7 +85,8 @@ export class ZeroFeedInController {
     const slow = { ...config.regulator.slow };
     if (config.meterSource === 'device') slow.meterDelayS += DEVICE_METER_REFRESH_S;
     this.plant = 'apply' in steered ? steered : new DevicePlant(steered, config.regulator);
-    this.regulator = new Regulator({ ...config.regulator, slow, requestIntervalMs: this.plant.minIntervalMs }, now());
+    const meterTimeoutMs = this.repeats ? REPEATS_MISSED * config.meterIntervalMs : config.regulator.meterTimeoutMs;
+    this.regulator = new Regulator({ ...config.regulator, slow, meterTimeoutMs, requestIntervalMs: this.plant.minIntervalMs }, now());
   }
 
   /** Starts the reads and the clock. */
@@ -83,9 +98,31 @@ export class ZeroFeedInController {
     // A pulse's follow-up is due by time, and a silent meter is looked for.
     this.tickTimer = setInterval(() => {
       if (this.closed || this.handing) return;
+      this.repeatReading();
       const decision = this.regulator.tick(this.now());
       if (decision) this.act(decision, true);
     }, TICK_MS);
+  }
+
+  /** A meter from messages that publishes only on change: its silence is taken as "unchanged". */
+  private get repeats(): boolean {
+    return this.config.meterSource === 'message' && this.config.meterSends === 'on-change';
+  }
+
+  /**
+   * A meter that publishes only on change is silent while nothing changes: its last reading is taken again each
+   * meter interval (the first after one and a half, so a late message is not doubled) while the silence is shorter than
+   * the meter time-out less one interval. The regulator's own time-out is then REPEATS_MISSED intervals: it acts once
+   * the repeats have stopped, from the configured time-out after the last message to one interval later.
+   */
+  private repeatReading(): void {
+    const heard = this.heard;
+    if (!this.repeats || !heard || !this.regulator.enabled) return;
+    const now = this.now();
+    const every = this.config.meterIntervalMs;
+    const silentMs = now - heard.at;
+    const repeatsEnd = this.config.regulator.meterTimeoutMs - (REPEATS_MISSED - 1) * every;
+    if (now - this.takenAt >= every && silentMs >= 1.5 * every && silentMs < repeatsEnd) this.take(heard.grid);
   }
 
   private get handing(): boolean {
@@ -102,8 +139,9 @@ export class ZeroFeedInController {
     const was = this.regulator.enabled;
     if (was && !on) void this.track(this.handBack(this.config.onStop));
     this.regulator.enable(on, this.now());
-    // Back on: what the battery gives now is where the loop starts.
+    // Back on: what the battery gives now is where the loop starts; a meter that sends on change was silent meanwhile.
     if (!was && on) void this.readDevice(false);
+    if (!was && on && this.heard) this.heard = { ...this.heard, at: this.now() };
     this.host.changed();
   }
 
@@ -112,6 +150,13 @@ export class ZeroFeedInController {
    * `soc` (%) where the message carries them. An implausible battery power is ignored.
    */
   reading(grid: number, battery?: number, soc?: number): void {
+    if (this.closed) return;
+    this.heard = { grid, at: this.now() };
+    this.take(grid, battery, soc);
+  }
+
+  /** A grid reading (a message's, its repeat or the device's meter), with what came with it. */
+  private take(grid: number, battery?: number, soc?: number): void {
     if (this.closed) return;
     if (battery !== undefined && !this.regulator.plausibleBattery(battery, this.now())) {
       if (!this.warnedBattery) this.host.implausibleBattery(battery);
@@ -122,7 +167,10 @@ export class ZeroFeedInController {
     if (!this.regulator.enabled || this.handing) return;
     // While a write of this controller is on its way, what the queue knows may be that write.
     if (!this.regulator.inFlight) this.followOthers();
-    this.act(this.regulator.meter(grid, this.now(), battery));
+    this.takenAt = this.now();
+    const decision = this.regulator.meter(grid, this.now(), battery);
+    this.act(decision);
+    this.readAfterHold(decision);
   }
 
   /** Stops the reads and the clock and leaves the battery as configured; resolves when the device has it. */
@@ -181,6 +229,7 @@ export class ZeroFeedInController {
    */
   private async send(watts: number, urgent = false): Promise<void> {
     const regulator = this.regulator;
+    this.yieldRead();
     try {
       const outcome = await this.plant.apply(watts, { urgent, onStart: () => regulator.started(this.now()) });
       if (outcome.superseded) regulator.failed(true);
@@ -228,17 +277,20 @@ export class ZeroFeedInController {
     else if (decision.action === 'self-consumption') void this.track(this.handBack('self-consumption'));
   }
 
-  /** Battery power and SOC (and the meter, when it is the device's) in one read through the shared queue. */
-  private async readDevice(withMeter: boolean): Promise<void> {
+  /**
+   * Battery power and SOC (and the meter, when it is the device's) in one read through the shared queue; `signal`
+   * withdraws it while it waits (quietly).
+   */
+  private async readDevice(withMeter: boolean, options: { signal?: AbortSignal; onStart?: () => void } = {}): Promise<void> {
     const asked = this.now();
     try {
-      const { battery, soc, meter } = await this.plant.read(withMeter);
+      const { battery, soc, meter } = await this.plant.read(withMeter, options);
       if (soc !== undefined) this.regulator.observeSoc(soc, this.now());
       // The meter may be up to its refresh older than 6000: the battery counts as a read-back, the models bridge the age.
       if (battery !== undefined) this.regulator.observeBattery(battery, this.now(), asked);
-      if (withMeter && meter !== undefined) this.reading(meter);
+      if (withMeter && meter !== undefined) this.take(meter);
     } catch (error) {
-      this.failure(error);
+      if (!options.signal?.aborted) this.failure(error);
     }
   }
 
@@ -250,14 +302,39 @@ export class ZeroFeedInController {
     );
   }
 
+  /** The timer's part of the reads of 6000: every STATE_READ_MS until it steers, then only a late one. */
   private pollState(): void {
-    const now = this.now();
-    const every = this.regulator.steering ? STEERING_READ_MS : STATE_READ_MS;
-    // A move under way has the device's slots first (a pulse's follow-up must not wait for a read), for up to one more
-    // interval: a battery that does not follow shows within two.
-    const wait = now - this.stateReadAt < every || (this.regulator.moving && now - this.stateReadAt < 2 * every);
-    if (wait) return this.later(() => this.pollState(), MOVING_WAIT_MS);
-    this.stateReadAt = now;
-    void this.readDevice(false).finally(() => this.later(() => this.pollState(), MOVING_WAIT_MS));
+    const late = this.now() - this.stateReadAt >= (this.regulator.steering ? STEERING_READ_LATE_MS : STATE_READ_MS);
+    if (late) this.readState(false);
+    this.later(() => this.pollState(), POLL_MS);
+  }
+
+  /**
+   * While it steers, a read of 6000 that is due goes right after a reading that moved nothing: the slot after it is
+   * the one no write needs (the next reading is an interval away), and a load step finds the device free.
+   */
+  private readAfterHold(decision: Decision): void {
+    if (this.config.meterSource !== 'message' || decision.action !== 'hold' || !this.regulator.steering || this.regulator.moving) return;
+    if (this.now() - this.stateReadAt >= STEERING_READ_MS) this.readState(true);
+  }
+
+  private readState(yields: boolean): void {
+    if (this.stateRead || this.closed) return;
+    const read = { abort: new AbortController(), started: false, yields, askedBefore: this.stateReadAt };
+    this.stateRead = read;
+    this.stateReadAt = this.now();
+    const onStart = () => (read.started = true);
+    void this.readDevice(false, { signal: read.abort.signal, onStart }).finally(() => {
+      if (this.stateRead === read) this.stateRead = undefined;
+    });
+  }
+
+  /** A write goes out: a read of 6000 that still waits and may yield is withdrawn, and is due again as it was. */
+  private yieldRead(): void {
+    const read = this.stateRead;
+    if (!read || read.started || !read.yields) return;
+    this.stateRead = undefined;
+    this.stateReadAt = read.askedBefore;
+    read.abort.abort();
   }
 }

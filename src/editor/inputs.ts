@@ -11,7 +11,7 @@ import { MAX_PASSWORD_BYTES, MIN_INTERVAL_FLOOR_MS, NAMESPACE_PATTERN, NUMBER_DE
 import { CONTROL_DEFAULTS, CONTROL_LIMITS, MAX_CONTROL_SECONDS } from '../control/control';
 import { POWER_LIMIT, catalogueJson, resolveReadAddresses, validatePowerLimit, type PowerLimits } from '../points/catalogue';
 import { ON_TIMEOUT, PLANT_BOUNDS, type OnTimeout, type RegulatorSettings } from '../control/regulator';
-import { METER_SOURCES, ON_STOP, type OnStop, type ZeroFeedInConfig } from '../control/zero-feed-in';
+import { METER_SENDS, METER_SOURCES, ON_STOP, type MeterSends, type OnStop, type ZeroFeedInConfig } from '../control/zero-feed-in';
 
 /**
  * The variable's name when `value` is a whole `${NAME}` (or the older `$(NAME)`), exactly as Node-RED matches it in
@@ -270,6 +270,7 @@ export const REGULATOR_DEFAULTS = {
   onTimeout: 'standby' as OnTimeout,
   onStop: 'self-consumption' as OnStop,
   gridCharge: false,
+  meterSends: 'always' as MeterSends,
 } as const;
 
 /** Bounds of the zero feed-in node's number settings (the power and SOC ones come from the control write's points). */
@@ -284,6 +285,7 @@ export const ZERO_FEED_IN_RULES = {
 export interface ZeroFeedInInput {
   meterSource?: unknown;
   meterInterval?: unknown;
+  meterSends?: unknown;
   target?: unknown;
   deadBand?: unknown;
   maxCharge?: unknown;
@@ -329,7 +331,8 @@ export function zeroFeedInSettings(input: ZeroFeedInInput, limits: PowerLimits):
     ...PLANT_BOUNDS,
   };
   const meterIntervalMs = number(input.meterInterval, d.meterIntervalS, 'meter interval', z.meterInterval) * 1000;
-  // A time-out within one or two intervals would stand by and come back at every reading.
+  // A time-out within one or two intervals would stand by and come back at every reading. With a meter that sends only
+  // on change, the time-out is the longest silence (the last reading stands until then): the same rule holds.
   if (regulator.meterTimeoutMs < 2 * meterIntervalMs) {
     throw new ValidationError(
       'meter time-out',
@@ -341,6 +344,7 @@ export function zeroFeedInSettings(input: ZeroFeedInInput, limits: PowerLimits):
     regulator,
     meterSource: choice(input.meterSource, 'message', 'meter source', METER_SOURCES),
     meterIntervalMs,
+    meterSends: choice(input.meterSends, d.meterSends, 'meter sends', METER_SENDS),
     onStop: choice(input.onStop, d.onStop, 'on stop', ON_STOP),
   };
 }
