@@ -5,10 +5,21 @@
  * and the meter time-out by a timer, and on disable, close or a silent meter leaves the battery as configured. The
  * node (nodes/localbattery-zero-feed-in.ts) only turns messages into calls and decisions into messages and a status.
  */
-import { REAL_TIME, pointByName } from '../points/catalogue';
+import { REAL_TIME, pointByName, writePointByAddress } from '../points/catalogue';
 import type { ClientSession } from '../device/client';
 import { CONTROL_DEFAULTS, RealTimeController, STATE_CODES, parseControl, type ControlCommand, type ControllerSettings } from './control';
 import { Regulator, gridReading, type Decision, type RegulatorSettings } from './regulator';
+import {
+  dischargeBound,
+  entrySetpoint,
+  fixedSetpoint,
+  modeSetpoint,
+  regulated,
+  wantsGridCharging,
+  type BatteryMode,
+  type ChargeMode,
+  type FixedSetpoint,
+} from './modes';
 
 /** Where grid readings come from, and what a stop or disable leaves (node settings). */
 export const METER_SOURCES = ['message', 'device'] as const;
@@ -21,6 +32,9 @@ export interface ZeroFeedInConfig {
   meterSource: MeterSource;
   meterIntervalMs: number;
   onStop: OnStop;
+  /** The battery mode at start (src/control/modes.ts), and what the charge mode charges with and up to. */
+  mode: BatteryMode;
+  charge: ChargeMode;
 }
 
 /** What the controller tells its host (the node): each decision, a change worth a new status, failures. */
@@ -37,6 +51,10 @@ const METER = address('meterPower');
 const METER_1600 = address('meterPower1600');
 const BATTERY = address('batteryPower');
 const SOC = address('batterySoc');
+const GRID_CHARGING = address('gridCharging');
+const GRID_CHARGING_SETTING = address('gridChargingSetting');
+/** 2618 reads 1000/1001 where 1143 takes 0/1. */
+const GRID_CHARGING_READ_OFFSET = writePointByAddress(GRID_CHARGING_SETTING)!.readValueOffset ?? 0;
 const SELF_CONSUMPTION = 1;
 /** With the meter from messages, battery power and SOC are read this often (one request, shared with the others)... */
 const STATE_READ_MS = 30000;
@@ -71,6 +89,14 @@ export class ZeroFeedInController {
   /** When battery power and SOC were last asked for (meter from messages). */
   private stateReadAt = -Infinity;
   private warnedBattery = false;
+  private modeNow: BatteryMode;
+  /** In charge or standby: the setpoint this controller last sent for the mode (a key), and whether it charged. */
+  private fixedSent: string | undefined;
+  private fixedCharging = false;
+  /** What 1143 goes back to when the charge mode ends, where it switched grid charging on. */
+  private gridChargingRestore: number | undefined;
+  /** Grid charging's writes, one after another; a close waits for them. */
+  private settingWork: Promise<void> = Promise.resolve();
 
   constructor(
     private readonly session: ClientSession,
@@ -94,17 +120,26 @@ export class ZeroFeedInController {
       modeCheckMs: CONTROL_DEFAULTS.modeCheckSeconds * 1000,
     };
     this.controller = new RealTimeController(session, this.controlOptions);
+    this.modeNow = config.mode;
+    this.regulator.setMaxDischarge(dischargeBound(config.mode, config.regulator.maxDischarge));
+  }
+
+  /** The battery mode in force (src/control/modes.ts). */
+  get mode(): BatteryMode {
+    return this.modeNow;
   }
 
   /** Starts the reads and the clock. */
   start(): void {
     // What an earlier deployment saw of the working mode may be stale: the first setpoint waits for one read of it.
     void this.controller.learnMode();
+    if (wantsGridCharging(this.modeNow)) void this.gridCharging(true);
     if (this.config.meterSource === 'device') this.later(() => this.pollMeter(), 0);
     else this.later(() => this.pollState(), 0);
     // A pulse's follow-up is due by time, and a silent meter is looked for.
     this.tickTimer = setInterval(() => {
-      if (this.closed || this.handing) return;
+      // In charge and standby the regulator rests: no pulse, and the meter is not needed.
+      if (this.closed || this.handing || !regulated(this.modeNow)) return;
       const decision = this.regulator.tick(this.now());
       if (decision) this.act(decision, true);
     }, TICK_MS);
@@ -124,9 +159,52 @@ export class ZeroFeedInController {
     const was = this.regulator.enabled;
     if (was && !on) void this.track(this.handBack(this.config.onStop));
     this.regulator.enable(on, this.now());
-    // Back on: what the battery gives now is where the loop starts.
-    if (!was && on) void this.readDevice(false);
+    if (was !== on && wantsGridCharging(this.modeNow)) void this.gridCharging(on);
+    // Back on: what the battery gives now is where the loop starts; a mode that sets the setpoint sets it at once.
+    if (!was && on) {
+      this.fixedSent = undefined;
+      void this.readDevice(false);
+      if (!regulated(this.modeNow)) this.steerFixed(undefined, true);
+    }
     this.host.changed();
+  }
+
+  /**
+   * A new battery mode (checked by the caller), obeyed at once: a pulse under way ends on the value it was heading
+   * to, within the new mode; hold sends no discharge, charge and standby their setpoint, normal steers from the next
+   * reading. Off, the mode waits for the loop to be on again.
+   */
+  setMode(mode: BatteryMode): void {
+    const was = this.modeNow;
+    if (mode === was) return this.host.changed();
+    this.modeNow = mode;
+    this.regulator.setMaxDischarge(dischargeBound(mode, this.config.regulator.maxDischarge));
+    const on = this.regulator.enabled && !this.closed;
+    if (on && wantsGridCharging(was) !== wantsGridCharging(mode)) void this.gridCharging(wantsGridCharging(mode));
+    if (on && !this.handing) this.enterMode(was);
+    this.host.changed();
+  }
+
+  private enterMode(was: BatteryMode): void {
+    const now = this.now();
+    this.fixedSent = undefined;
+    if (!regulated(this.modeNow)) {
+      this.fixedCharging = false;
+      // The regulator's pulse ends here: the mode's own setpoint replaces it.
+      this.regulator.exit(now, 'mode');
+      return this.steerFixed(undefined, true);
+    }
+    if (!regulated(was)) return this.regulator.resume(now);
+    // Hold to normal: the regulator steers on, its bound lifted. Normal to hold: no discharge from now.
+    const steady = this.regulator.steady;
+    const entry = entrySetpoint(this.modeNow, steady);
+    if (entry === undefined) return;
+    // A pulse under way ends on the value it was heading to, within hold.
+    const ending = this.regulator.exit(now, 'mode');
+    if (ending || entry !== steady) {
+      this.report(this.modeDecision(entry, undefined));
+      void this.send(entry, true);
+    }
   }
 
   /**
@@ -142,6 +220,7 @@ export class ZeroFeedInController {
     }
     if (soc !== undefined) this.regulator.observeSoc(soc, this.now());
     if (!this.regulator.enabled || this.handing) return;
+    if (!regulated(this.modeNow)) return this.steerFixed(grid);
     // While a write of this controller is on its way, what the queue knows may be that write.
     if (!this.regulator.inFlight) this.followOthers();
     this.act(this.regulator.meter(grid, this.now(), battery));
@@ -153,7 +232,11 @@ export class ZeroFeedInController {
     clearInterval(this.tickTimer);
     for (const timer of this.timers) clearTimeout(timer);
     this.timers.clear();
-    return Promise.all([...this.handBacks]).then(() => (this.regulator.enabled ? this.handBack(this.config.onStop) : undefined));
+    const handedBack = Promise.all([...this.handBacks]).then(() =>
+      this.regulator.enabled ? this.handBack(this.config.onStop) : undefined,
+    );
+    // The charge mode's grid charging goes back as it was.
+    return handedBack.then(() => this.gridCharging(false));
   }
 
   /**
@@ -205,10 +288,10 @@ export class ZeroFeedInController {
    * Sends a setpoint (W, signed); the regulator learns when it left and whether the device acknowledged it, and an
    * overdrive's next setpoint follows at once, ahead of waiting reads (`urgent`). Never rejects.
    */
-  private async send(watts: number, urgent = false): Promise<void> {
+  private async send(watts: number, urgent = false, soc?: number): Promise<boolean> {
     const regulator = this.regulator;
     try {
-      const command = parseControl(watts, this.controlOptions);
+      const command = parseControl(soc === undefined ? watts : { power: watts, soc }, this.controlOptions);
       const outcome = await this.controller.apply(command, false, undefined, { urgent, onStart: () => regulator.started(this.now()) });
       if (outcome.status === 'superseded') regulator.failed(true);
       else regulator.acknowledge(signedPower(command), this.now());
@@ -217,9 +300,17 @@ export class ZeroFeedInController {
     } catch (error) {
       regulator.failed();
       this.failure(error);
+      this.followUp();
+      return false;
     }
+    this.followUp();
+    return true;
+  }
+
+  /** An overdrive's next setpoint, at once after the last one's answer. */
+  private followUp(): void {
     if (this.closed || this.handing) return;
-    const next = regulator.followUp(this.now());
+    const next = this.regulator.followUp(this.now());
     if (next) this.act(next, true);
   }
 
@@ -249,6 +340,8 @@ export class ZeroFeedInController {
   }
 
   private act(decision: Decision, urgent = false): void {
+    // The mode's bound, whatever the regulator decided (hold: no discharge).
+    if (decision.action === 'set') decision = { ...decision, setpoint: modeSetpoint(this.modeNow, decision.setpoint!) };
     this.report(decision);
     if (decision.action === 'set') void this.send(decision.setpoint!, urgent);
     else if (decision.action === 'standby') void this.send(0);
@@ -263,6 +356,8 @@ export class ZeroFeedInController {
       const number = (a: number) => (typeof values.get(a) === 'number' ? (values.get(a) as number) : undefined);
       const soc = number(SOC);
       if (soc !== undefined) this.regulator.observeSoc(soc, this.now());
+      // In charge, the SOC decides when it stops (with the device's meter, the reading below looks).
+      if (!withMeter && !regulated(this.modeNow) && this.regulator.enabled && !this.handing && !this.closed) this.steerFixed();
       const battery = number(BATTERY);
       const meter = gridReading(values.get(METER) ?? values.get(METER_1600));
       // The meter may be up to its refresh older than 6000: the battery counts as a read-back, the models bridge the age.
@@ -271,6 +366,68 @@ export class ZeroFeedInController {
     } catch (error) {
       this.failure(error);
     }
+  }
+
+  /**
+   * Charge or standby: sends the mode's setpoint when it changed (the SOC reached, a new mode) and reports it, with
+   * `grid` where a reading came; `force`: report even without a reading (a new mode).
+   */
+  private steerFixed(grid?: number, force = false): void {
+    const mode = this.modeNow as 'charge' | 'standby';
+    const fixed = fixedSetpoint(mode, this.config.charge, this.regulator.soc, this.fixedCharging);
+    const key = `${fixed.watts} ${fixed.soc ?? ''}`;
+    const change = key !== this.fixedSent;
+    if (change || grid !== undefined || force) this.report(this.modeDecision(fixed.watts, grid, change ? 'set' : 'hold', fixed));
+    if (!change) return;
+    this.fixedSent = key;
+    this.fixedCharging = fixed.watts < 0;
+    // A failed write is tried again at the next reading.
+    void this.send(fixed.watts, true, fixed.soc).then((sent) => {
+      if (!sent && this.fixedSent === key) this.fixedSent = undefined;
+    });
+  }
+
+  /** A decision the mode took itself (no regulator): its setpoint, with the grid and SOC known. */
+  private modeDecision(setpoint: number, grid: number | undefined, action: 'set' | 'hold' = 'set', fixed?: FixedSetpoint): Decision {
+    return { action, setpoint, steady: setpoint, grid, battery: undefined, soc: this.regulator.soc, reason: fixed?.reason ?? 'mode' };
+  }
+
+  /**
+   * Grid charging (1143) on for the charge mode where it is not (what it was read first where no one knows it), or
+   * back to what it was (off) after. One write after another; a failure (the 1600 class refuses 1143) is reported
+   * and the charge goes on. Never rejects.
+   */
+  private gridCharging(on: boolean): Promise<void> {
+    const work = this.settingWork.then(async () => {
+      try {
+        if (!on) {
+          const restore = this.gridChargingRestore;
+          this.gridChargingRestore = undefined;
+          if (restore !== undefined) await this.session.write(GRID_CHARGING_SETTING, restore);
+          return;
+        }
+        if (this.gridChargingRestore !== undefined) return;
+        const before = (await this.gridChargingSetting()) ?? 0;
+        if (before === 1 || this.closed) return;
+        this.gridChargingRestore = before;
+        await this.session.write(GRID_CHARGING_SETTING, 1);
+      } catch (error) {
+        this.failure(error);
+      }
+    });
+    this.settingWork = work;
+    return work;
+  }
+
+  /** Grid charging as the device has it (0/1): the newest known of 2618 and 1143, else a read of 2618. */
+  private async gridChargingSetting(): Promise<number | undefined> {
+    const read = this.session.knownValue(GRID_CHARGING);
+    const written = this.session.knownValue(GRID_CHARGING_SETTING);
+    if (written && (!read || written.at >= read.at)) return Number(written.value);
+    if (read) return Number(read.value) - GRID_CHARGING_READ_OFFSET;
+    const { values } = await this.session.read([GRID_CHARGING]);
+    const value = values.get(GRID_CHARGING);
+    return typeof value === 'number' || typeof value === 'string' ? Number(value) - GRID_CHARGING_READ_OFFSET : undefined;
   }
 
   // The device's meter: one read per interval, the next only after the last has come back (the queue paces it).
