@@ -95,6 +95,8 @@ export class ZeroFeedInController {
   private fixedCharging = false;
   /** What 1143 goes back to when the charge mode ends, where it switched grid charging on. */
   private gridChargingRestore: number | undefined;
+  /** Out of charge: grid charging goes back once the new mode decided (see setMode). */
+  private gridChargingAfter = false;
   /** Grid charging's writes, one after another; a close waits for them. */
   private settingWork: Promise<void> = Promise.resolve();
 
@@ -159,7 +161,7 @@ export class ZeroFeedInController {
     const was = this.regulator.enabled;
     if (was && !on) void this.track(this.handBack(this.config.onStop));
     this.regulator.enable(on, this.now());
-    if (was !== on && wantsGridCharging(this.modeNow)) void this.gridCharging(on);
+    if (was !== on && (wantsGridCharging(this.modeNow) || this.gridChargingAfter)) void this.gridCharging(on);
     // Back on: what the battery gives now is where the loop starts; a mode that sets the setpoint sets it at once.
     if (!was && on) {
       this.fixedSent = undefined;
@@ -180,7 +182,10 @@ export class ZeroFeedInController {
     this.modeNow = mode;
     this.regulator.setMaxDischarge(dischargeBound(mode, this.config.regulator.maxDischarge));
     const on = this.regulator.enabled && !this.closed;
-    if (on && wantsGridCharging(was) !== wantsGridCharging(mode)) void this.gridCharging(wantsGridCharging(mode));
+    // Into charge: grid charging on at once (after the setpoint). Out of it: back after the new mode's first decision,
+    // so that its setpoint takes the device's next slot.
+    this.gridChargingAfter = on && wantsGridCharging(was) && !wantsGridCharging(mode);
+    if (on && wantsGridCharging(mode) && !wantsGridCharging(was)) void this.gridCharging(true);
     if (on && !this.handing) this.enterMode(was);
     this.host.changed();
   }
@@ -203,8 +208,15 @@ export class ZeroFeedInController {
     const ending = this.regulator.exit(now, 'mode');
     if (ending || entry !== steady) {
       this.report(this.modeDecision(entry, undefined));
-      void this.send(entry, true);
+      this.restoreAfter(this.send(entry, true));
     }
+  }
+
+  /** Out of charge: grid charging goes back once the new mode decided, after its setpoint (`sent`) has its answer. */
+  private restoreAfter(sent?: Promise<unknown>): void {
+    if (!this.gridChargingAfter) return;
+    this.gridChargingAfter = false;
+    void (sent ?? Promise.resolve()).then(() => (wantsGridCharging(this.modeNow) ? undefined : this.gridCharging(false)));
   }
 
   /**
@@ -343,9 +355,11 @@ export class ZeroFeedInController {
     // The mode's bound, whatever the regulator decided (hold: no discharge).
     if (decision.action === 'set') decision = { ...decision, setpoint: modeSetpoint(this.modeNow, decision.setpoint!) };
     this.report(decision);
-    if (decision.action === 'set') void this.send(decision.setpoint!, urgent);
-    else if (decision.action === 'standby') void this.send(0);
-    else if (decision.action === 'self-consumption') void this.track(this.handBack('self-consumption'));
+    let sent: Promise<unknown> | undefined;
+    if (decision.action === 'set') sent = this.send(decision.setpoint!, urgent);
+    else if (decision.action === 'standby') sent = this.send(0);
+    else if (decision.action === 'self-consumption') sent = this.track(this.handBack('self-consumption'));
+    this.restoreAfter(sent);
   }
 
   /** Battery power and SOC (and the meter, when it is the device's) in one read through the shared queue. */
@@ -378,13 +392,15 @@ export class ZeroFeedInController {
     const key = `${fixed.watts} ${fixed.soc ?? ''}`;
     const change = key !== this.fixedSent;
     if (change || grid !== undefined || force) this.report(this.modeDecision(fixed.watts, grid, change ? 'set' : 'hold', fixed));
-    if (!change) return;
+    if (!change) return this.restoreAfter();
     this.fixedSent = key;
     this.fixedCharging = fixed.watts < 0;
+    const sent = this.send(fixed.watts, true, fixed.soc);
     // A failed write is tried again at the next reading.
-    void this.send(fixed.watts, true, fixed.soc).then((sent) => {
-      if (!sent && this.fixedSent === key) this.fixedSent = undefined;
+    void sent.then((ok) => {
+      if (!ok && this.fixedSent === key) this.fixedSent = undefined;
     });
+    this.restoreAfter(sent);
   }
 
   /** A decision the mode took itself (no regulator): its setpoint, with the grid and SOC known. */
@@ -398,6 +414,7 @@ export class ZeroFeedInController {
    * and the charge goes on. Never rejects.
    */
   private gridCharging(on: boolean): Promise<void> {
+    this.gridChargingAfter = false;
     const work = this.settingWork.then(async () => {
       try {
         if (!on) {
