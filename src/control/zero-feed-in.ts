@@ -93,6 +93,8 @@ export class ZeroFeedInController {
   /** In charge or standby: the setpoint this controller last sent for the mode (a key), and whether it charged. */
   private fixedSent: string | undefined;
   private fixedCharging = false;
+  /** In charge or standby: the last grid reading, for the regulator's first decision when the mode ends. */
+  private fixedReading: { grid: number; at: number } | undefined;
   /** What 1143 goes back to when the charge mode ends, where it switched grid charging on. */
   private gridChargingRestore: number | undefined;
   /** Out of charge: grid charging goes back once the new mode decided (see setMode). */
@@ -199,7 +201,13 @@ export class ZeroFeedInController {
       this.regulator.exit(now, 'mode');
       return this.steerFixed(undefined, true);
     }
-    if (!regulated(was)) return this.regulator.resume(now);
+    if (!regulated(was)) {
+      this.regulator.resume(now);
+      // The regulator decides at once from the mode's last reading (no older than one interval), not a reading later.
+      const last = this.fixedReading;
+      if (last && now - last.at <= this.config.meterIntervalMs) this.reading(last.grid);
+      return;
+    }
     // Hold to normal: the regulator steers on, its bound lifted. Normal to hold: no discharge from now.
     const steady = this.regulator.steady;
     const entry = entrySetpoint(this.modeNow, steady);
@@ -388,6 +396,7 @@ export class ZeroFeedInController {
    */
   private steerFixed(grid?: number, force = false): void {
     const mode = this.modeNow as 'charge' | 'standby';
+    if (grid !== undefined) this.fixedReading = { grid, at: this.now() };
     const fixed = fixedSetpoint(mode, this.config.charge, this.regulator.soc, this.fixedCharging);
     const key = `${fixed.watts} ${fixed.soc ?? ''}`;
     const change = key !== this.fixedSent;
