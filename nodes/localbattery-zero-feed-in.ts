@@ -1,8 +1,8 @@
 /**
  * Zero feed-in: holds the grid meter at its target by steering the battery in real-time control. The core controller
  * (src/control/zero-feed-in.ts, around the regulator of src/control/regulator.ts) does the work; this node checks its
- * settings and messages, turns msg.payload, msg.enable and msg.target into calls, and each decision into a message
- * and a status. On close it waits, bounded, for the controller to leave the battery as configured.
+ * settings and messages, turns msg.payload, msg.enable, msg.target and msg.mode (src/control/modes.ts) into calls, and
+ * each decision into a message and a status. On close it waits, bounded, for the controller to leave the battery as configured.
  */
 import type { Node, NodeAPI, NodeDef, NodeMessageInFlow } from 'node-red';
 import type { ClientSession } from '../src/device/client';
@@ -11,6 +11,7 @@ import { ZERO_FEED_IN_RULES, groupDevices, numberIn, zeroFeedInSettings, type Ze
 import { gridReading, type Decision } from '../src/control/regulator';
 import { ZeroFeedInController } from '../src/control/zero-feed-in';
 import { GroupPlant } from '../src/control/group-plant';
+import { parseMode, type BatteryMode } from '../src/control/modes';
 import { deviceOf, errorStatus, keepErrorCodes, type DeviceConfigNode } from './shared';
 
 interface ZeroFeedInDef extends NodeDef {
@@ -32,10 +33,13 @@ interface ZeroFeedInDef extends NodeDef {
   onTimeout: string;
   gridCharge: boolean;
   onStop: string;
+  mode: string;
+  chargeModePower: string | number;
+  chargeModeSoc: string | number;
 }
 
 type Done = (error?: Error) => void;
-type ZeroFeedInMessage = NodeMessageInFlow & { enable?: unknown; target?: unknown };
+type ZeroFeedInMessage = NodeMessageInFlow & { enable?: unknown; target?: unknown; mode?: unknown };
 
 /** A hand-back on closing may take this long (a request waiting behind others); Node-RED's own limit is 15 s. */
 const CLOSE_BOUND_MS = 10000;
@@ -46,6 +50,41 @@ function unitName(devices: readonly DeviceConfigNode[], i: number): string {
   const name = (d: DeviceConfigNode) => d.name || d.client?.host || d.id;
   const alike = devices.filter((d) => name(d) === name(devices[i]!)).length > 1;
   return alike ? `${name(devices[i]!)} (${i + 1})` : name(devices[i]!);
+}
+
+/** The status of the loop (its mode aside): off, waiting, the setpoint with the last reading, a shortfall. */
+function statusOf(
+  zero: ZeroFeedInController,
+  t: (key: string, values?: Record<string, string | number>) => string,
+  decision: Decision | undefined,
+  extra?: string,
+  leftOut: readonly string[] = [],
+): { fill: 'grey' | 'yellow' | 'blue' | 'green'; shape: 'ring' | 'dot'; text: string } {
+  const regulator = zero.regulator;
+  if (!regulator.enabled) return { fill: 'grey', shape: 'ring', text: t('status.off') };
+  if (decision?.reason === 'meter timeout') return { fill: 'yellow', shape: 'ring', text: t('status.timeout') };
+  // Nothing has happened yet: no reading, no setpoint.
+  if (!regulator.steering && decision?.grid === undefined) {
+    return { fill: 'grey', shape: 'ring', text: extra ? `${t('status.waiting')} · ${extra}` : t('status.waiting') };
+  }
+  const setpoint = regulator.setpoint;
+  let text =
+    setpoint === undefined
+      ? t('status.selfConsumption')
+      : setpoint === 0
+        ? t('status.standby')
+        : setpoint > 0
+          ? t('status.discharge', { power: setpoint })
+          : t('status.charge', { power: -setpoint });
+  if (decision?.grid !== undefined) {
+    const grid = Math.round(decision.grid);
+    text += t('status.grid', { grid: `${grid > 0 ? '+' : ''}${grid}` });
+  }
+  const short = regulator.shortfall;
+  if (short !== undefined) text += t('status.short', { power: short });
+  if (leftOut.length > 0) text += ` · ${t('status.leftOut', { devices: leftOut.join(', ') })}`;
+  if (extra) text += ` · ${extra}`;
+  return { fill: short !== undefined ? 'yellow' : regulator.inFlight ? 'blue' : 'green', shape: 'dot', text };
 }
 
 export = function (RED: NodeAPI) {
@@ -126,6 +165,7 @@ export = function (RED: NodeAPI) {
             battery: battery ?? null,
             soc: soc ?? null,
             reason,
+            mode: zero.mode,
             deadBand: deadBand ?? zero.regulator.deadBand,
             ...(limitedBy ? { delivered } : {}),
             // Several devices: each unit's share, what it delivers and its SOC, and whether it is left out.
@@ -159,32 +199,17 @@ export = function (RED: NodeAPI) {
 
     function status(decision: Decision | undefined, extra?: string): void {
       if (closed) return;
-      const regulator = zero.regulator;
-      if (!regulator.enabled) return node.status({ fill: 'grey', shape: 'ring', text: t('status.off') });
-      if (decision?.reason === 'meter timeout') return node.status({ fill: 'yellow', shape: 'ring', text: t('status.timeout') });
-      // Nothing has happened yet: no reading, no setpoint.
-      if (!regulator.steering && decision?.grid === undefined) {
-        return node.status({ fill: 'grey', shape: 'ring', text: extra ? `${t('status.waiting')} · ${extra}` : t('status.waiting') });
-      }
-      const setpoint = regulator.setpoint;
-      let text =
-        setpoint === undefined
-          ? t('status.selfConsumption')
-          : setpoint === 0
-            ? t('status.standby')
-            : setpoint > 0
-              ? t('status.discharge', { power: setpoint })
-              : t('status.charge', { power: -setpoint });
-      if (decision?.grid !== undefined) {
-        const grid = Math.round(decision.grid);
-        text += t('status.grid', { grid: `${grid > 0 ? '+' : ''}${grid}` });
-      }
-      const short = regulator.shortfall;
-      if (short !== undefined) text += t('status.short', { power: short });
-      const out = group?.report().filter((u) => u.leftOut);
-      if (out?.length) text += ` · ${t('status.leftOut', { devices: out.map((u) => u.device).join(', ') })}`;
-      if (extra) text += ` · ${extra}`;
-      node.status({ fill: short !== undefined ? 'yellow' : regulator.inFlight ? 'blue' : 'green', shape: 'dot', text });
+      const out = group?.report().filter((u) => u.leftOut) ?? [];
+      const shown = statusOf(
+        zero,
+        t,
+        decision,
+        extra,
+        out.map((u) => u.device),
+      );
+      // A mode other than zero feed-in leads the status (off too: it applies once on again).
+      const mode = zero.mode === 'normal' ? '' : `${t(`status.mode.${zero.mode}`)} · `;
+      node.status({ ...shown, text: mode + shown.text });
     }
 
     /** msg.payload as a reading: grid power, and the battery power and SOC an object may carry. */
@@ -206,17 +231,21 @@ export = function (RED: NodeAPI) {
       if (msg.enable !== undefined && typeof msg.enable !== 'boolean')
         return done(new ValidationError('msg.enable', msg.enable, 'true or false'));
       let target: number | undefined;
+      let mode: BatteryMode | undefined;
       try {
         target = msg.target === undefined ? undefined : targetIn(msg.target, 'msg.target');
+        mode = msg.mode === undefined ? undefined : parseMode(msg.mode, 'msg.mode');
       } catch (error) {
         return done(error as Error);
       }
       // From the next reading on.
       if (target !== undefined) zero.setTarget(target);
       if (msg.enable !== undefined) zero.enable(msg.enable);
-      // A message with a target or an enable is a command, a reading only where it has a payload and no target (a
-      // change node that copied the payload into msg.target left the payload behind).
-      const command = msg.target !== undefined || msg.enable !== undefined;
+      // At once (a mode waits while the loop is off).
+      if (mode !== undefined) zero.setMode(mode);
+      // A message with a target, an enable or a mode is a command, a reading only where it has a payload and no target
+      // (a change node that copied the payload into msg.target left the payload behind).
+      const command = msg.target !== undefined || msg.enable !== undefined || msg.mode !== undefined;
       if (config.meterSource === 'message' && msg.target === undefined && (!command || msg.payload !== undefined)) reading(msg.payload);
       done();
     });

@@ -15,7 +15,7 @@ const pkg = require('../package.json');
 const DEMO_PASSWORD = 'demo-pass-1';
 const DEMO_EXAMPLES = ['Monitoring.json', 'Dashboard.json', 'Zero feed-in.json'];
 // Examples whose writing nodes the demo enables: the simulator is no battery to protect. The dashboard's zero feed-in
-// runs from the start against the simulator's house (its switch on the page turns it off for the buttons). The others
+// runs from the start against the simulator's house (its mode buttons on the page switch hold, charge, standby). The others
 // stay inert as imported, so that one regulator steers: the Zero feed-in tab's own would fight the dashboard's.
 const ARMED_EXAMPLES = ['Dashboard.json'];
 const WRITING_TYPES = ['localbattery-control', 'localbattery-write', 'localbattery-zero-feed-in'];

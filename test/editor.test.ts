@@ -468,7 +468,12 @@ describe('editor in a real browser (chromium)', function () {
     await typeInto('#node-input-maxDischarge', '3000');
     await typeInto('#node-input-chargeSoc', '2');
     await typeInto('#node-input-meterTimeout', '0');
-    for (const field of ['target', 'maxDischarge', 'chargeSoc', 'meterTimeout']) {
+    // The charge mode's power within the device's charge limit, its SOC within the control write's.
+    await page.locator('#localbattery-zero-feed-in-charge-mode-hint', { hasText: `${power.min}–${power.max}` }).waitFor();
+    await typeInto('#node-input-chargeModePower', '3000');
+    await typeInto('#node-input-chargeModeSoc', '101');
+    await page.locator('#node-input-mode').selectOption('hold');
+    for (const field of ['target', 'maxDischarge', 'chargeSoc', 'meterTimeout', 'chargeModePower', 'chargeModeSoc']) {
       (await page.locator(`#node-input-${field}`).getAttribute('class'))!.should.match(/input-error/, field);
     }
     await done();
@@ -486,11 +491,14 @@ describe('editor in a real browser (chromium)', function () {
     await typeInto('#node-input-maxDischarge', '');
     await typeInto('#node-input-chargeSoc', '95');
     await typeInto('#node-input-meterTimeout', '5');
+    await typeInto('#node-input-chargeModePower', '1500');
+    await typeInto('#node-input-chargeModeSoc', '80');
     await page.locator('#node-input-meterSource').selectOption('message');
     await done();
     node = await nodeState(id);
     node.valid.should.be.true();
     node.should.containEql({ target: '${ZERO_TARGET}', maxDischarge: '', chargeSoc: '95', meterTimeout: '5', meterSource: 'message' });
+    node.should.containEql({ mode: 'hold', chargeModePower: '1500', chargeModeSoc: '80' });
     (await errorMarkerShown(id)).should.be.false();
     // Back to a plain target for the deploy: the runtime has no such variable.
     await openEditor(id);

@@ -6,6 +6,9 @@ import { pointByName } from '../src/points/catalogue';
 import { lastStatus } from './node-support';
 import { CORE_NODES, OUR_NODES, type FlowNode, prepared, idOf, until, settle } from './examples-support';
 
+const GRID_CHARGING = pointByName('gridCharging')!.address;
+const GRID_CHARGING_SETTING = pointByName('gridChargingSetting')!.address;
+
 describe('Dashboard example', function () {
   this.timeout(40000);
   let simulator: DeviceSimulator;
@@ -66,43 +69,51 @@ describe('Dashboard example', function () {
 
     // Not armed: a press of Charge reaches no device (it went as far as it goes, and nothing was written).
     const charge = widget('ui-button: Charge');
-    await settle([charge.id], () => charge.send({ topic: 'state', payload: 'charge' }));
+    await settle([charge.id], () => charge.send({ topic: 'mode', payload: 'charge' }));
     simulator.workingMode.should.equal(1);
     should(simulator.stats.byOperation['Vendor.SetData'] ?? 0).equal(0);
   });
 
-  it('once armed: Charge at the slider power, a new power while charging, Standby, grid charging, working mode 1', async () => {
-    // Zero feed-in stays off: it would overrule the buttons (its own test follows).
-    const widget = await run(['battery setpoint', 'working mode', 'grid charging']);
-    widget('ui-slider: Power (W)').send({ topic: 'power', payload: 1200 });
-    widget('ui-button: Charge').send({ topic: 'state', payload: 'charge' });
-    await until(() => simulator.workingMode === 4 && simulator.controlState === 1, 15000, 'the simulator charging');
-    simulator.control.should.containEql({ state: 1, power: 1200, soc: 100 });
-    widget('ui-slider: Power (W)').send({ topic: 'power', payload: 600 });
-    await until(() => simulator.controlPower === 600, 10000, 'the new power applied while charging');
-    widget('ui-button: Standby').send({ topic: 'state', payload: 'standby' });
-    await until(() => simulator.controlState === 0, 10000, 'standby');
-
-    widget('ui-switch: Grid charging').send({ topic: 'gridCharging', payload: 1 });
-    await until(() => simulator.value(pointByName('gridCharging')!.address) === 1001, 10000, 'grid charging on');
+  it('once armed without zero feed-in: grid charging and working mode 1 from their controls', async () => {
+    const widget = await run(['working mode', 'grid charging']);
+    widget('ui-switch: Grid charging').send({ topic: 'gridCharging', payload: 0 });
+    await until(() => simulator.value(GRID_CHARGING) === 1000, 10000, 'grid charging off');
+    widget('ui-dropdown: Working mode').send({ topic: 'workingMode', payload: 4 });
+    await until(() => simulator.workingMode === 4, 10000, 'working mode 4');
     // Handing control back: working mode 1 from the drop-down.
     widget('ui-dropdown: Working mode').send({ topic: 'workingMode', payload: 1 });
     await until(() => simulator.workingMode === 1, 10000, 'working mode 1');
     simulator.stats.violations.should.be.empty();
   });
 
-  it('once armed: the Zero feed-in switch holds the grid at about 0 W from the start; off keeps the last setpoint, on steers again', async () => {
+  it('once armed: holds the grid at about 0 W from the start; the mode buttons are obeyed and shown; Steering off hands back', async () => {
     const widget = await run(['zero feed-in']);
-    await until(() => simulator.workingMode === 4 && Math.abs(simulator.meterPower) <= 50, 20000, 'meter power near 0 W');
-    widget('ui-switch: Zero feed-in').send({ topic: 'enable', payload: false });
     const zero: any = helper.getNode(idOf(flowOf(), (n) => n.name === 'zero feed-in'));
+    const modeRow: FlowNode[] = [];
+    widget('ui-text: Mode').on('input', (msg: FlowNode) => modeRow.push(msg));
+    simulator.setData(GRID_CHARGING_SETTING, [0]);
+    await until(() => simulator.workingMode === 4 && Math.abs(simulator.meterPower) <= 50, 20000, 'meter power near 0 W');
+    await until(() => /^Zero feed-in · /.test(modeRow.at(-1)?.payload ?? ''), 5000, 'the Mode row');
+
+    widget('ui-button: Charge').send({ topic: 'mode', payload: 'charge' });
+    await until(() => simulator.controlState === 1 && simulator.controlPower === 800, 5000, 'charging at 800 W');
+    await until(() => simulator.value(GRID_CHARGING) === 1001, 5000, 'grid charging on');
+    await until(() => modeRow.at(-1)?.payload === 'Charge · charging 800 W', 5000, 'the Mode row to show Charge');
+    widget('ui-button: Hold').send({ topic: 'mode', payload: 'hold' });
+    await until(() => simulator.controlState === 0, 5000, 'no grid charge in hold (the house imports)');
+    await until(() => simulator.value(GRID_CHARGING) === 1000, 5000, 'grid charging back off');
+    widget('ui-button: Standby').send({ topic: 'mode', payload: 'standby' });
+    await until(() => modeRow.at(-1)?.payload === 'Standby · standby', 5000, 'the Mode row to show Standby');
+    widget('ui-button: Zero feed-in').send({ topic: 'mode', payload: 'normal' });
+    await until(() => Math.abs(simulator.meterPower) <= 50 && simulator.controlState === 2, 20000, 'meter power near 0 W again');
+
+    // Steering off hands control back (working mode 1); on steers again.
+    widget('ui-switch: Steering').send({ topic: 'enable', payload: false });
+    await until(() => simulator.workingMode === 1, 10000, 'working mode 1');
     // Texts are keys here (no en-US catalogue in this test).
     await until(() => lastStatus(zero)?.text?.endsWith('status.off') === true, 5000, 'the loop off');
-    const writes = simulator.stats.byOperation['Vendor.SetData'] ?? 0;
-    await new Promise((resolve) => setTimeout(resolve, 1500));
-    should(simulator.stats.byOperation['Vendor.SetData'] ?? 0).equal(writes);
-    widget('ui-switch: Zero feed-in').send({ topic: 'enable', payload: true });
-    await until(() => Math.abs(simulator.meterPower) <= 50, 20000, 'meter power near 0 W again');
+    widget('ui-switch: Steering').send({ topic: 'enable', payload: true });
+    await until(() => simulator.workingMode === 4 && Math.abs(simulator.meterPower) <= 50, 20000, 'meter power near 0 W again');
     simulator.stats.violations.should.be.empty();
   });
 });

@@ -4,7 +4,7 @@ import { helper, PASSWORD, startSimulator } from './support';
 import type { DeviceSimulator } from '../src/simulator';
 import { pointByName } from '../src/points/catalogue';
 import { startBroker, type TestBroker } from './mqtt-broker';
-import { DISCOVERY_TOPIC, checkNumberConfig, checkSensorSemantics, checkSwitchConfig } from './home-assistant-schema';
+import { DISCOVERY_TOPIC, checkNumberConfig, checkSelectConfig, checkSensorSemantics, checkSwitchConfig } from './home-assistant-schema';
 import { ZERO_FEED_IN_RULES } from '../src/editor/inputs';
 import { CORE_NODES, MQTT_NODES, OUR_NODES, type FlowNode, example, prepared, until, settle } from './examples-support';
 
@@ -41,7 +41,7 @@ describe('Home Assistant (MQTT discovery) example', function () {
     const reader = flow.find((n) => n.type === 'localbattery-read')!;
     const serial = String(simulator.value(0));
     const configs = () => broker.published.filter((p) => p.topic.startsWith('homeassistant/') && p.topic.endsWith('/config'));
-    await until(() => configs().length >= reader.points.length + 3, 20000, 'discovery configs');
+    await until(() => configs().length >= reader.points.length + 4, 20000, 'discovery configs');
     await until(() => broker.subscriptions.includes('localbattery/+/control/set'), 10000, 'the control subscription');
     await until(() => broker.subscriptions.includes('localbattery/+/zero_feed_in/#'), 10000, 'the zero feed-in subscription');
     return { flow, reader, serial, configs };
@@ -51,7 +51,10 @@ describe('Home Assistant (MQTT discovery) example', function () {
     const { reader, serial, configs } = await run(false);
     const nodeId = `localbattery_${serial}`;
     const announced = configs();
-    announced.length.should.equal(reader.points.length + 3, 'one config per point, the control select, the zero feed-in switch and number');
+    announced.length.should.equal(
+      reader.points.length + 4,
+      'one config per point, the control select, the zero feed-in switch, number and battery mode select',
+    );
     const components = new Set<string>();
     const uniqueIds = new Set<string>();
     const sensors = new Map<string, FlowNode>();
@@ -109,8 +112,18 @@ describe('Home Assistant (MQTT discovery) example', function () {
           device_class: 'power',
         });
         config.step.should.be.above(0);
+      } else if (object === 'battery_mode') {
+        component.should.equal('select');
+        checkSelectConfig(object, config);
+        config.should.have.properties({
+          name: 'Battery mode',
+          command_topic: `localbattery/${serial}/zero_feed_in/mode/set`,
+          state_topic: `localbattery/${serial}/zero_feed_in/mode/state`,
+        });
+        config.options.should.eql(['Zero feed-in', 'Hold', 'Charge', 'Standby']);
       } else {
         component.should.equal('select');
+        checkSelectConfig(object, config);
         config.command_topic.should.equal(`localbattery/${serial}/control/set`);
         config.options.should.eql(['Charge', 'Discharge', 'Standby', 'Self-consumption']);
       }
@@ -120,7 +133,9 @@ describe('Home Assistant (MQTT discovery) example', function () {
     // The switch and the number have their state from the start: on, at the node's Target setting.
     const zeroNode = example(NAME).find((n) => n.type === 'localbattery-zero-feed-in')!;
     // They go out right after the configs, which run() waits for: on a busy machine they may not be in yet.
-    const stateTopics = ['zero_feed_in/state', 'zero_feed_in/target/state'].map((topic) => `localbattery/${serial}/${topic}`);
+    const stateTopics = ['zero_feed_in/state', 'zero_feed_in/target/state', 'zero_feed_in/mode/state'].map(
+      (topic) => `localbattery/${serial}/${topic}`,
+    );
     await until(() => stateTopics.every((topic) => lastOn(topic) !== undefined), 10000, 'the zero feed-in states');
     lastOn(`localbattery/${serial}/zero_feed_in/state`)!.should.eql({
       topic: `localbattery/${serial}/zero_feed_in/state`,
@@ -128,6 +143,13 @@ describe('Home Assistant (MQTT discovery) example', function () {
       retain: true,
     });
     lastOn(`localbattery/${serial}/zero_feed_in/target/state`)!.payload.should.equal(String(zeroNode.target));
+    // The mode it starts in: its Mode setting, normal.
+    zeroNode.mode.should.equal('normal');
+    lastOn(`localbattery/${serial}/zero_feed_in/mode/state`)!.should.eql({
+      topic: `localbattery/${serial}/zero_feed_in/mode/state`,
+      payload: 'Zero feed-in',
+      retain: true,
+    });
     [...sensors.keys()].sort().should.eql([...reader.points].sort());
     sensors.get('batterySoc')!.should.have.properties({ device_class: 'battery', state_class: 'measurement', unit_of_measurement: '%' });
     sensors.get('batteryPower')!.should.have.properties({ device_class: 'power', state_class: 'measurement', unit_of_measurement: 'W' });
@@ -261,6 +283,29 @@ describe('Home Assistant (MQTT discovery) example', function () {
     await broker.publish(`localbattery/${serial}/zero_feed_in/set`, 'ON');
     await until(() => simulator.workingMode === 4 && Math.abs(simulator.meterPower + 100) <= 50, 20000, 'steering to -100 W again');
     lastOn(`localbattery/${serial}/zero_feed_in/state`)!.payload.should.equal('ON');
+    simulator.stats.violations.should.be.empty();
+  });
+
+  it('once zero feed-in is armed: the Battery mode select charges from the grid, refuses an unknown choice, Zero feed-in regulates again', async () => {
+    const { serial } = await run(['zero feed-in'], { initialSoc: 50 });
+    simulator.setData(pointByName('gridChargingSetting')!.address, [0]);
+    await until(() => simulator.workingMode === 4 && Math.abs(simulator.meterPower) <= 50, 25000, 'meter power near 0 W');
+    const modeState = `localbattery/${serial}/zero_feed_in/mode/state`;
+    await broker.publish(`localbattery/${serial}/zero_feed_in/mode/set`, 'Charge');
+    await until(() => simulator.controlState === 1 && simulator.controlPower === 800, 5000, 'charging at 800 W');
+    await until(() => simulator.value(pointByName('gridCharging')!.address) === 1001, 5000, 'grid charging on');
+    await until(() => lastOn(modeState)?.payload === 'Charge', 5000, 'the mode state Charge');
+    lastOn(modeState)!.retain.should.be.true();
+    // Not a mode: refused before the node, nothing changes.
+    await broker.publish(`localbattery/${serial}/zero_feed_in/mode/set`, 'Boost');
+    await broker.publish(`localbattery/${serial}/zero_feed_in/mode/set`, 'Zero feed-in');
+    await until(() => lastOn(modeState)?.payload === 'Zero feed-in', 5000, 'the mode state Zero feed-in');
+    broker.published
+      .filter((p) => p.topic === modeState)
+      .map((p) => p.payload)
+      .should.not.containEql('Boost');
+    await until(() => simulator.controlState !== 1 && Math.abs(simulator.meterPower) <= 50, 20000, 'meter power near 0 W again');
+    await until(() => simulator.value(pointByName('gridCharging')!.address) === 1000, 5000, 'grid charging back off');
     simulator.stats.violations.should.be.empty();
   });
 });

@@ -117,6 +117,18 @@ export const NUMBER_OPTIONS = [
   'value_template',
 ];
 
+/** The MQTT select's options (integrations/select.mqtt), beside the common ones. */
+export const SELECT_OPTIONS = [
+  ...COMMON_OPTIONS,
+  'command_template',
+  'command_topic',
+  'optimistic',
+  'options',
+  'retain',
+  'state_topic',
+  'value_template',
+];
+
 const isTopic = (topic: unknown) => typeof topic === 'string' && topic.length > 0 && !/[#+]/.test(topic) && !topic.includes('//');
 
 /** An MQTT switch's discovery config as Home Assistant validates it: known options, a command topic, device class. */
@@ -127,6 +139,17 @@ export function checkSwitchConfig(what: string, config: Record<string, unknown>)
   if (config.device_class !== undefined) should(['outlet', 'switch']).containEql(config.device_class);
   for (const key of ['payload_on', 'payload_off', 'state_on', 'state_off'])
     if (config[key] !== undefined) should(typeof config[key]).equal('string', `${what}: ${key}`);
+}
+
+/** An MQTT select's discovery config as Home Assistant validates it: known options, a command topic, a list of choices. */
+export function checkSelectConfig(what: string, config: Record<string, unknown>): void {
+  for (const key of Object.keys(config)) should(SELECT_OPTIONS.includes(key)).be.true(`${what}: select option ${key}`);
+  should(isTopic(config.command_topic)).be.true(`${what}: command_topic`);
+  if (config.state_topic !== undefined) should(isTopic(config.state_topic)).be.true(`${what}: state_topic`);
+  const options = config.options as unknown[];
+  should(options).be.an.Array().and.not.be.empty();
+  for (const option of options) should(option).be.a.String().and.not.be.empty();
+  should(new Set(options).size).equal(options.length, `${what}: options unique`);
 }
 
 /** An MQTT number's discovery config as Home Assistant validates it: known options, min < max, step, mode, unit. */

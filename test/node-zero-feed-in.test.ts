@@ -30,7 +30,8 @@ describe('localbattery-zero-feed-in node', function () {
     should(simulator.control).containEql({ state: STATE_CODES.discharge, power: 100 });
     await until(() => outputs.some((m) => m.payload.reason === 'limit'), 5000, 'a decision bound by the limit');
     const decision = outputs.find((m) => m.payload.reason === 'limit')!.payload;
-    should(Object.keys(decision).sort()).eql(['battery', 'deadBand', 'grid', 'reason', 'setpoint', 'soc', 'steady']);
+    should(Object.keys(decision).sort()).eql(['battery', 'deadBand', 'grid', 'mode', 'reason', 'setpoint', 'soc', 'steady']);
+    should(decision.mode).equal('normal');
     should(decision.setpoint).equal(100);
     for (const msg of outputs) should(msg.payload.setpoint ?? 0).be.belowOrEqual(100);
     await until(() => /^↓ 100 W · grid \+\d+ W$/.test(lastStatus(node)?.text ?? ''), 5000, 'the status');

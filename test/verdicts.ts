@@ -178,6 +178,14 @@ export const VERDICTS: Verdict[] = [
   // Under two meter intervals (1 s by default): standby and back at every reading.
   { type: 'localbattery-zero-feed-in', field: 'meterTimeout', value: '1', valid: false },
   { type: 'localbattery-zero-feed-in', field: 'meterTimeout', value: '2', valid: true },
+  // The charge mode's power within the device's charge limit, its SOC within the control write's.
+  { type: 'localbattery-zero-feed-in', field: 'chargeModePower', value: '', valid: true },
+  { type: 'localbattery-zero-feed-in', field: 'chargeModePower', value: '1200', valid: true, node: on1600 },
+  { type: 'localbattery-zero-feed-in', field: 'chargeModePower', value: '1201', valid: false, node: on1600 },
+  { type: 'localbattery-zero-feed-in', field: 'chargeModePower', value: '49', valid: false },
+  { type: 'localbattery-zero-feed-in', field: 'chargeModePower', value: '800.5', valid: false },
+  { type: 'localbattery-zero-feed-in', field: 'chargeModeSoc', value: '80', valid: true },
+  { type: 'localbattery-zero-feed-in', field: 'chargeModeSoc', value: '101', valid: false },
   { type: 'localbattery-zero-feed-in', field: 'meterTimeout', value: '${METER_TIMEOUT}', env: '10', valid: true },
   // New passwords: 1 to 16 bytes.
   { type: 'localbattery-password', field: 'password', value: 'x', valid: true, credential: true },

@@ -4,7 +4,7 @@
  * device (DevicePlant, here: a session, its RealTimeController and the shared queue) or several behind one meter
  * (GroupPlant, src/control/group-plant.ts). The controller's regulator steers the plant's total either way.
  */
-import { REAL_TIME, pointByName, type PowerLimits } from '../points/catalogue';
+import { REAL_TIME, pointByName, writePointByAddress, type PowerLimits } from '../points/catalogue';
 import type { ClientSession } from '../device/client';
 import { CONTROL_DEFAULTS, RealTimeController, STATE_CODES, parseControl, type ControlCommand, type ControllerSettings } from './control';
 import { gridReading, type RegulatorSettings } from './regulator';
@@ -35,6 +35,8 @@ export interface SendOptions {
   urgent: boolean;
   /** Called once the first request of it goes out. */
   onStart: () => void;
+  /** The SOC a charge or discharge stops at, where not the settings' (the charge mode's). */
+  soc?: number;
 }
 
 export interface ReadOptions {
@@ -55,6 +57,8 @@ export interface BatteryPlant {
   read(withMeter: boolean, options?: ReadOptions): Promise<PlantReading>;
   /** Hands the battery back to the device's own self-consumption. */
   selfConsumption(): Promise<void>;
+  /** Grid charging (1143) on for the charge mode where it is off; off: back to what it was before. */
+  gridCharging(on: boolean): Promise<void>;
   /** A change by another writer in this process after `since` (performance.now()), if any. */
   othersWrote(since: number): OthersWrite | undefined;
   /** Stops the plant's own timers (the controller closes; a hand-back may still follow). */
@@ -67,6 +71,10 @@ const METER_1600 = address('meterPower1600');
 const BATTERY = address('batteryPower');
 const SOC = address('batterySoc');
 const SELF_CONSUMPTION = 1;
+const GRID_CHARGING = address('gridCharging');
+const GRID_CHARGING_SETTING = address('gridChargingSetting');
+/** 2618 reads 1000/1001 where 1143 takes 0/1. */
+const GRID_CHARGING_READ_OFFSET = writePointByAddress(GRID_CHARGING_SETTING)!.readValueOffset ?? 0;
 
 /** The signed watts a command gives the battery (6000's sign): what the device acknowledged. */
 function signedPower(command: ControlCommand): number {
@@ -77,6 +85,8 @@ function signedPower(command: ControlCommand): number {
 export class DevicePlant implements BatteryPlant {
   private readonly controller: RealTimeController;
   private readonly controlOptions: ControllerSettings;
+  /** What 1143 goes back to when the charge mode ends, where it switched grid charging on. */
+  private gridChargingRestore: number | undefined;
 
   constructor(
     readonly session: ClientSession,
@@ -109,7 +119,7 @@ export class DevicePlant implements BatteryPlant {
   }
 
   async apply(watts: number, options: SendOptions): Promise<PlantOutcome> {
-    const command = parseControl(watts, this.controlOptions);
+    const command = parseControl(options.soc === undefined ? watts : { power: watts, soc: options.soc }, this.controlOptions);
     const outcome = await this.controller.apply(command, false, undefined, options);
     return { superseded: outcome.status === 'superseded', watts: signedPower(command) };
   }
@@ -126,6 +136,31 @@ export class DevicePlant implements BatteryPlant {
 
   async selfConsumption(): Promise<void> {
     await this.session.write(REAL_TIME.modeAddress, SELF_CONSUMPTION);
+  }
+
+  async gridCharging(on: boolean): Promise<void> {
+    if (!on) {
+      const restore = this.gridChargingRestore;
+      this.gridChargingRestore = undefined;
+      if (restore !== undefined) await this.session.write(GRID_CHARGING_SETTING, restore);
+      return;
+    }
+    if (this.gridChargingRestore !== undefined) return;
+    const before = (await this.gridChargingSetting()) ?? 0;
+    if (before === 1) return;
+    this.gridChargingRestore = before;
+    await this.session.write(GRID_CHARGING_SETTING, 1);
+  }
+
+  /** Grid charging as the device has it (0/1): the newest known of 2618 and 1143, else a read of 2618. */
+  private async gridChargingSetting(): Promise<number | undefined> {
+    const read = this.session.knownValue(GRID_CHARGING);
+    const written = this.session.knownValue(GRID_CHARGING_SETTING);
+    if (written && (!read || written.at >= read.at)) return Number(written.value);
+    if (read) return Number(read.value) - GRID_CHARGING_READ_OFFSET;
+    const { values } = await this.session.read([GRID_CHARGING]);
+    const value = values.get(GRID_CHARGING);
+    return typeof value === 'number' || typeof value === 'string' ? Number(value) - GRID_CHARGING_READ_OFFSET : undefined;
   }
 
   othersWrote(since: number): OthersWrite | undefined {

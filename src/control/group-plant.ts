@@ -82,6 +82,8 @@ export class GroupPlant implements BatteryPlant {
   private memory: SplitMemory = { units: {} };
   /** The total the regulator asked for last (W), split again when a unit is left out or back. */
   private total: number | undefined;
+  /** The charge mode's SOC the total was sent with, for a split again. */
+  private totalSoc: number | undefined;
   private readonly now: () => number;
   private watch: NodeJS.Timeout | undefined;
   private closed = false;
@@ -146,6 +148,7 @@ export class GroupPlant implements BatteryPlant {
   /** Splits `watts` and sends each unit its share in parallel; the outcome's watts are the units' acknowledged sum. */
   async apply(watts: number, options: SendOptions): Promise<PlantOutcome> {
     this.total = watts;
+    this.totalSoc = options.soc;
     const now = this.now();
     const split = splitGroup(watts, this.splitUnits(now), now, this.memory, this.options.split);
     this.memory = split.memory;
@@ -160,7 +163,7 @@ export class GroupPlant implements BatteryPlant {
       return !(isLeftOut(u.health, now) && (u.setpointW === 0 || u.health?.reason === 'unreachable'));
     });
     const sent = await Promise.all(
-      steered.map((u) => this.send(u, split.setpoints[this.units.indexOf(u)]!, { urgent: options.urgent, onStart })),
+      steered.map((u) => this.send(u, split.setpoints[this.units.indexOf(u)]!, { urgent: options.urgent, soc: options.soc, onStart })),
     );
     const failed = sent.filter((o) => 'error' in o);
     if (sent.length > 0 && failed.length === sent.length) throw (failed[0] as { error: unknown }).error;
@@ -191,7 +194,9 @@ export class GroupPlant implements BatteryPlant {
         );
       void Promise.all(reads)
         .then(() =>
-          this.closed || this.total === undefined ? undefined : this.apply(this.total, { urgent: false, onStart: () => undefined }),
+          this.closed || this.total === undefined
+            ? undefined
+            : this.apply(this.total, { urgent: false, soc: this.totalSoc, onStart: () => undefined }),
         )
         .catch(() => undefined)
         .finally(() => {
@@ -284,7 +289,16 @@ export class GroupPlant implements BatteryPlant {
     if (isLeftOut(u.health, now) === was) return;
     if (!was) u.reason = 'left out';
     this.options.changed?.();
-    if (this.total !== undefined) void this.apply(this.total, { urgent: true, onStart: () => undefined }).catch(() => undefined);
+    if (this.total !== undefined)
+      void this.apply(this.total, { urgent: true, soc: this.totalSoc, onStart: () => undefined }).catch(() => undefined);
+  }
+
+  /** Every unit's grid charging; a unit that refuses it is reported, the others go on. */
+  async gridCharging(on: boolean): Promise<void> {
+    const results = await Promise.allSettled(this.units.map((u) => u.plant.gridCharging(on)));
+    results.forEach((r, i) => {
+      if (r.status === 'rejected') this.options.unitFailure?.(this.units[i]!.member.id, r.reason);
+    });
   }
 
   async selfConsumption(): Promise<void> {

@@ -108,7 +108,8 @@ export type DecisionReason =
   | 'grid charge'
   | 'meter timeout'
   | 'disabled'
-  | 'suspect';
+  | 'suspect'
+  | 'mode';
 
 export interface Decision {
   action: DecisionAction;
@@ -270,14 +271,25 @@ export class Regulator {
     return Math.max(set, Math.min(NOISE_BANDS * this.identifier.noiseW, NOISE_BAND_CAP_W));
   }
 
+  /**
+   * The discharge bound (W) a battery mode sets (src/control/modes.ts; hold: 0): the state stays the acknowledged
+   * setpoint within it, so nothing winds up. The settings given to the constructor stay as they were.
+   */
+  setMaxDischarge(maxDischarge: number): void {
+    this.current = { ...this.current, maxDischarge };
+  }
+
   /** Turns the loop on or off; off, readings are ignored (the caller hands back as configured, see exit()). */
   enable(on: boolean, now: number): void {
-    if (on && !this.on) {
-      this.lastReading = now;
-      this.timedOut = false;
-      this.pulse = undefined;
-    }
+    if (on && !this.on) this.resume(now);
     this.on = on;
+  }
+
+  /** Steers again after a rest (off, or a battery mode that set the setpoint itself): readings are due from `now`, no pulse runs. */
+  resume(now: number): void {
+    this.lastReading = now;
+    this.timedOut = false;
+    this.pulse = undefined;
   }
 
   /**

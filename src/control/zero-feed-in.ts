@@ -9,6 +9,17 @@
 import type { ClientSession } from '../device/client';
 import { DevicePlant, type BatteryPlant } from './device-plant';
 import { Regulator, type Decision, type RegulatorSettings } from './regulator';
+import {
+  dischargeBound,
+  entrySetpoint,
+  fixedSetpoint,
+  modeSetpoint,
+  regulated,
+  wantsGridCharging,
+  type BatteryMode,
+  type ChargeMode,
+  type FixedSetpoint,
+} from './modes';
 
 /** Where grid readings come from, and what a stop or disable leaves (node settings). */
 export const METER_SOURCES = ['message', 'device'] as const;
@@ -26,6 +37,9 @@ export interface ZeroFeedInConfig {
   /** 'on-change': silence means unchanged, and the meter time-out is the longest silence (see repeatReading()). */
   meterSends: MeterSends;
   onStop: OnStop;
+  /** The battery mode at start (src/control/modes.ts), and what the charge mode charges with and up to. */
+  mode: BatteryMode;
+  charge: ChargeMode;
 }
 
 /** What the controller tells its host (the node): each decision, a change worth a new status, failures. */
@@ -73,6 +87,16 @@ export class ZeroFeedInController {
   /** The last reading from a message, and when the regulator last took a reading (a message's, or its repeat). */
   private heard: { grid: number; at: number } | undefined;
   private takenAt = -Infinity;
+  private modeNow: BatteryMode;
+  /** In charge or standby: the setpoint this controller last sent for the mode (a key), and whether it charged. */
+  private fixedSent: string | undefined;
+  private fixedCharging = false;
+  /** In charge or standby: the last grid reading, for the regulator's first decision when the mode ends. */
+  private fixedReading: { grid: number; at: number } | undefined;
+  /** Out of charge: grid charging goes back once the new mode decided (see setMode). */
+  private gridChargingAfter = false;
+  /** Grid charging's writes, one after another; a close waits for them. */
+  private settingWork: Promise<void> = Promise.resolve();
 
   /** `steered`: one device's session, or a plant (a group of devices, src/control/group-plant.ts). */
   constructor(
@@ -87,17 +111,26 @@ export class ZeroFeedInController {
     this.plant = 'apply' in steered ? steered : new DevicePlant(steered, config.regulator);
     const meterTimeoutMs = this.repeats ? REPEATS_MISSED * config.meterIntervalMs : config.regulator.meterTimeoutMs;
     this.regulator = new Regulator({ ...config.regulator, slow, meterTimeoutMs, requestIntervalMs: this.plant.minIntervalMs }, now());
+    this.modeNow = config.mode;
+    this.regulator.setMaxDischarge(dischargeBound(config.mode, config.regulator.maxDischarge));
+  }
+
+  /** The battery mode in force (src/control/modes.ts). */
+  get mode(): BatteryMode {
+    return this.modeNow;
   }
 
   /** Starts the reads and the clock. */
   start(): void {
     // What an earlier deployment saw of the working mode may be stale: the first setpoint waits for one read of it.
     void this.plant.learn();
+    if (wantsGridCharging(this.modeNow)) void this.gridCharging(true);
     if (this.config.meterSource === 'device') this.later(() => this.pollMeter(), 0);
     else this.later(() => this.pollState(), 0);
     // A pulse's follow-up is due by time, and a silent meter is looked for.
     this.tickTimer = setInterval(() => {
-      if (this.closed || this.handing) return;
+      // In charge and standby the regulator rests: no pulse, and the meter is not needed.
+      if (this.closed || this.handing || !regulated(this.modeNow)) return;
       this.repeatReading();
       const decision = this.regulator.tick(this.now());
       if (decision) this.act(decision, true);
@@ -139,10 +172,70 @@ export class ZeroFeedInController {
     const was = this.regulator.enabled;
     if (was && !on) void this.track(this.handBack(this.config.onStop));
     this.regulator.enable(on, this.now());
-    // Back on: what the battery gives now is where the loop starts; a meter that sends on change was silent meanwhile.
-    if (!was && on) void this.readDevice(false);
-    if (!was && on && this.heard) this.heard = { ...this.heard, at: this.now() };
+    if (was !== on && (wantsGridCharging(this.modeNow) || this.gridChargingAfter)) void this.gridCharging(on);
+    // Back on: what the battery gives now is where the loop starts (a meter that sends on change was silent meanwhile);
+    // a mode that sets the setpoint sets it at once.
+    if (!was && on) {
+      this.fixedSent = undefined;
+      void this.readDevice(false);
+      if (this.heard) this.heard = { ...this.heard, at: this.now() };
+      if (!regulated(this.modeNow)) this.steerFixed(undefined, true);
+    }
     this.host.changed();
+  }
+
+  /**
+   * A new battery mode (checked by the caller), obeyed at once: a pulse under way ends on the value it was heading
+   * to, within the new mode; hold sends no discharge, charge and standby their setpoint, normal steers from the next
+   * reading. Off, the mode waits for the loop to be on again.
+   */
+  setMode(mode: BatteryMode): void {
+    const was = this.modeNow;
+    if (mode === was) return this.host.changed();
+    this.modeNow = mode;
+    this.regulator.setMaxDischarge(dischargeBound(mode, this.config.regulator.maxDischarge));
+    const on = this.regulator.enabled && !this.closed;
+    // Into charge: grid charging on at once (after the setpoint). Out of it: back after the new mode's first decision,
+    // so that its setpoint takes the device's next slot.
+    this.gridChargingAfter = on && wantsGridCharging(was) && !wantsGridCharging(mode);
+    if (on && wantsGridCharging(mode) && !wantsGridCharging(was)) void this.gridCharging(true);
+    if (on && !this.handing) this.enterMode(was);
+    this.host.changed();
+  }
+
+  private enterMode(was: BatteryMode): void {
+    const now = this.now();
+    this.fixedSent = undefined;
+    if (!regulated(this.modeNow)) {
+      this.fixedCharging = false;
+      // The regulator's pulse ends here: the mode's own setpoint replaces it.
+      this.regulator.exit(now, 'mode');
+      return this.steerFixed(undefined, true);
+    }
+    if (!regulated(was)) {
+      this.regulator.resume(now);
+      // The regulator decides at once from the mode's last reading (no older than one interval), not a reading later.
+      const last = this.fixedReading;
+      if (last && now - last.at <= this.config.meterIntervalMs) this.reading(last.grid);
+      return;
+    }
+    // Hold to normal: the regulator steers on, its bound lifted. Normal to hold: no discharge from now.
+    const steady = this.regulator.steady;
+    const entry = entrySetpoint(this.modeNow, steady);
+    if (entry === undefined) return;
+    // A pulse under way ends on the value it was heading to, within hold.
+    const ending = this.regulator.exit(now, 'mode');
+    if (ending || entry !== steady) {
+      this.report(this.modeDecision(entry, undefined));
+      this.restoreAfter(this.send(entry, true));
+    }
+  }
+
+  /** Out of charge: grid charging goes back once the new mode decided, after its setpoint (`sent`) has its answer. */
+  private restoreAfter(sent?: Promise<unknown>): void {
+    if (!this.gridChargingAfter) return;
+    this.gridChargingAfter = false;
+    void (sent ?? Promise.resolve()).then(() => (wantsGridCharging(this.modeNow) ? undefined : this.gridCharging(false)));
   }
 
   /**
@@ -165,6 +258,7 @@ export class ZeroFeedInController {
     }
     if (soc !== undefined) this.regulator.observeSoc(soc, this.now());
     if (!this.regulator.enabled || this.handing) return;
+    if (!regulated(this.modeNow)) return this.steerFixed(grid);
     // While a write of this controller is on its way, what the queue knows may be that write.
     if (!this.regulator.inFlight) this.followOthers();
     this.takenAt = this.now();
@@ -180,7 +274,11 @@ export class ZeroFeedInController {
     clearInterval(this.tickTimer);
     for (const timer of this.timers) clearTimeout(timer);
     this.timers.clear();
-    return Promise.all([...this.handBacks]).then(() => (this.regulator.enabled ? this.handBack(this.config.onStop) : undefined));
+    const handedBack = Promise.all([...this.handBacks]).then(() =>
+      this.regulator.enabled ? this.handBack(this.config.onStop) : undefined,
+    );
+    // The charge mode's grid charging goes back as it was.
+    return handedBack.then(() => this.gridCharging(false));
   }
 
   /**
@@ -227,11 +325,11 @@ export class ZeroFeedInController {
    * Sends a setpoint (W, signed); the regulator learns when it left and whether the device acknowledged it, and an
    * overdrive's next setpoint follows at once, ahead of waiting reads (`urgent`). Never rejects.
    */
-  private async send(watts: number, urgent = false): Promise<void> {
+  private async send(watts: number, urgent = false, soc?: number): Promise<boolean> {
     const regulator = this.regulator;
     this.yieldRead();
     try {
-      const outcome = await this.plant.apply(watts, { urgent, onStart: () => regulator.started(this.now()) });
+      const outcome = await this.plant.apply(watts, { urgent, soc, onStart: () => regulator.started(this.now()) });
       if (outcome.superseded) regulator.failed(true);
       else regulator.acknowledge(outcome.watts, this.now());
       this.ownWriteAt = this.now();
@@ -239,9 +337,17 @@ export class ZeroFeedInController {
     } catch (error) {
       regulator.failed();
       this.failure(error);
+      this.followUp();
+      return false;
     }
+    this.followUp();
+    return true;
+  }
+
+  /** An overdrive's next setpoint, at once after the last one's answer. */
+  private followUp(): void {
     if (this.closed || this.handing) return;
-    const next = regulator.followUp(this.now());
+    const next = this.regulator.followUp(this.now());
     if (next) this.act(next, true);
   }
 
@@ -271,10 +377,14 @@ export class ZeroFeedInController {
   }
 
   private act(decision: Decision, urgent = false): void {
+    // The mode's bound, whatever the regulator decided (hold: no discharge).
+    if (decision.action === 'set') decision = { ...decision, setpoint: modeSetpoint(this.modeNow, decision.setpoint!) };
     this.report(decision);
-    if (decision.action === 'set') void this.send(decision.setpoint!, urgent);
-    else if (decision.action === 'standby') void this.send(0);
-    else if (decision.action === 'self-consumption') void this.track(this.handBack('self-consumption'));
+    let sent: Promise<unknown> | undefined;
+    if (decision.action === 'set') sent = this.send(decision.setpoint!, urgent);
+    else if (decision.action === 'standby') sent = this.send(0);
+    else if (decision.action === 'self-consumption') sent = this.track(this.handBack('self-consumption'));
+    this.restoreAfter(sent);
   }
 
   /**
@@ -286,12 +396,59 @@ export class ZeroFeedInController {
     try {
       const { battery, soc, meter } = await this.plant.read(withMeter, options);
       if (soc !== undefined) this.regulator.observeSoc(soc, this.now());
+      // In charge, the SOC decides when it stops (with the device's meter, the reading below looks).
+      if (!withMeter && !regulated(this.modeNow) && this.regulator.enabled && !this.handing && !this.closed) this.steerFixed();
       // The meter may be up to its refresh older than 6000: the battery counts as a read-back, the models bridge the age.
       if (battery !== undefined) this.regulator.observeBattery(battery, this.now(), asked);
       if (withMeter && meter !== undefined) this.take(meter);
     } catch (error) {
       if (!options.signal?.aborted) this.failure(error);
     }
+  }
+
+  /**
+   * Charge or standby: sends the mode's setpoint when it changed (the SOC reached, a new mode) and reports it, with
+   * `grid` where a reading came; `force`: report even without a reading (a new mode).
+   */
+  private steerFixed(grid?: number, force = false): void {
+    const mode = this.modeNow as 'charge' | 'standby';
+    if (grid !== undefined) this.fixedReading = { grid, at: this.now() };
+    const fixed = fixedSetpoint(mode, this.config.charge, this.regulator.soc, this.fixedCharging);
+    const key = `${fixed.watts} ${fixed.soc ?? ''}`;
+    const change = key !== this.fixedSent;
+    if (change || grid !== undefined || force) this.report(this.modeDecision(fixed.watts, grid, change ? 'set' : 'hold', fixed));
+    if (!change) return this.restoreAfter();
+    this.fixedSent = key;
+    this.fixedCharging = fixed.watts < 0;
+    const sent = this.send(fixed.watts, true, fixed.soc);
+    // A failed write is tried again at the next reading.
+    void sent.then((ok) => {
+      if (!ok && this.fixedSent === key) this.fixedSent = undefined;
+    });
+    this.restoreAfter(sent);
+  }
+
+  /** A decision the mode took itself (no regulator): its setpoint, with the grid and SOC known. */
+  private modeDecision(setpoint: number, grid: number | undefined, action: 'set' | 'hold' = 'set', fixed?: FixedSetpoint): Decision {
+    return { action, setpoint, steady: setpoint, grid, battery: undefined, soc: this.regulator.soc, reason: fixed?.reason ?? 'mode' };
+  }
+
+  /**
+   * Grid charging on for the charge mode where it is off, or back to what it was after (the plant knows, per device).
+   * One change after another; a failure (the 1600 class refuses 1143) is reported and the charge goes on. Never rejects.
+   */
+  private gridCharging(on: boolean): Promise<void> {
+    this.gridChargingAfter = false;
+    const work = this.settingWork.then(async () => {
+      try {
+        if (on && this.closed) return;
+        await this.plant.gridCharging(on);
+      } catch (error) {
+        this.failure(error);
+      }
+    });
+    this.settingWork = work;
+    return work;
   }
 
   // The device's meter: one read per interval, the next only after the last has come back (the queue paces it).

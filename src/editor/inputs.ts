@@ -12,6 +12,7 @@ import { CONTROL_DEFAULTS, CONTROL_LIMITS, MAX_CONTROL_SECONDS } from '../contro
 import { POWER_LIMIT, catalogueJson, resolveReadAddresses, validatePowerLimit, type PowerLimits } from '../points/catalogue';
 import { ON_TIMEOUT, PLANT_BOUNDS, type OnTimeout, type RegulatorSettings } from '../control/regulator';
 import { METER_SENDS, METER_SOURCES, ON_STOP, type MeterSends, type OnStop, type ZeroFeedInConfig } from '../control/zero-feed-in';
+import { parseMode, type BatteryMode } from '../control/modes';
 
 /**
  * The variable's name when `value` is a whole `${NAME}` (or the older `$(NAME)`), exactly as Node-RED matches it in
@@ -271,6 +272,10 @@ export const REGULATOR_DEFAULTS = {
   onStop: 'self-consumption' as OnStop,
   gridCharge: false,
   meterSends: 'always' as MeterSends,
+  mode: 'normal' as BatteryMode,
+  /** The charge mode's power (W, within the device's charge limit) and SOC (%). */
+  chargeModePower: CONTROL_DEFAULTS.power,
+  chargeModeSoc: 100,
 } as const;
 
 /** Bounds of the zero feed-in node's number settings (the power and SOC ones come from the control write's points). */
@@ -296,6 +301,9 @@ export interface ZeroFeedInInput {
   onTimeout?: unknown;
   gridCharge?: unknown;
   onStop?: unknown;
+  mode?: unknown;
+  chargeModePower?: unknown;
+  chargeModeSoc?: unknown;
 }
 
 export type ZeroFeedInSettings = ZeroFeedInConfig;
@@ -346,6 +354,16 @@ export function zeroFeedInSettings(input: ZeroFeedInInput, limits: PowerLimits):
     meterIntervalMs,
     meterSends: choice(input.meterSends, d.meterSends, 'meter sends', METER_SENDS),
     onStop: choice(input.onStop, d.onStop, 'on stop', ON_STOP),
+    mode: isEmpty(input.mode) ? d.mode : parseMode(input.mode, 'mode'),
+    charge: {
+      power: number(input.chargeModePower, Math.min(d.chargeModePower, limits.chargeLimit), 'charge mode power', {
+        min: power.min,
+        max: limits.chargeLimit,
+        integer: true,
+        unit: 'W',
+      }),
+      soc: number(input.chargeModeSoc, d.chargeModeSoc, 'charge mode SOC', socRule),
+    },
   };
 }
 
