@@ -6,12 +6,18 @@
  */
 import type { Node, NodeAPI, NodeDef, NodeMessageInFlow } from 'node-red';
 import type { ClientSession } from '../src/device/client';
-import { ValidationError } from '../src/errors';
-import { ZERO_FEED_IN_RULES, groupDevices, numberIn, zeroFeedInSettings, type ZeroFeedInSettings } from '../src/editor/inputs';
-import { gridReading, type Decision } from '../src/control/regulator';
+import { groupDevices, zeroFeedInSettings, type ZeroFeedInSettings } from '../src/editor/inputs';
+import type { Decision } from '../src/control/regulator';
 import { ZeroFeedInController } from '../src/control/zero-feed-in';
 import { GroupPlant } from '../src/control/group-plant';
-import { parseMode, type BatteryMode } from '../src/control/modes';
+import {
+  groupLimits,
+  unitNames,
+  zeroFeedInInput,
+  zeroFeedInMessage,
+  zeroFeedInStatus,
+  type ZeroFeedInInput,
+} from '../src/flow/zero-feed-in';
 import { deviceOf, errorStatus, keepErrorCodes, type DeviceConfigNode } from './shared';
 
 interface ZeroFeedInDef extends NodeDef {
@@ -43,49 +49,6 @@ type ZeroFeedInMessage = NodeMessageInFlow & { enable?: unknown; target?: unknow
 
 /** A hand-back on closing may take this long (a request waiting behind others); Node-RED's own limit is 15 s. */
 const CLOSE_BOUND_MS = 10000;
-const targetIn = numberIn(ZERO_FEED_IN_RULES.target);
-
-/** A unit's name in messages and the status: its configuration's name or host, numbered where two are alike. */
-function unitName(devices: readonly DeviceConfigNode[], i: number): string {
-  const name = (d: DeviceConfigNode) => d.name || d.client?.host || d.id;
-  const alike = devices.filter((d) => name(d) === name(devices[i]!)).length > 1;
-  return alike ? `${name(devices[i]!)} (${i + 1})` : name(devices[i]!);
-}
-
-/** The status of the loop (its mode aside): off, waiting, the setpoint with the last reading, a shortfall. */
-function statusOf(
-  zero: ZeroFeedInController,
-  t: (key: string, values?: Record<string, string | number>) => string,
-  decision: Decision | undefined,
-  extra?: string,
-  leftOut: readonly string[] = [],
-): { fill: 'grey' | 'yellow' | 'blue' | 'green'; shape: 'ring' | 'dot'; text: string } {
-  const regulator = zero.regulator;
-  if (!regulator.enabled) return { fill: 'grey', shape: 'ring', text: t('status.off') };
-  if (decision?.reason === 'meter timeout') return { fill: 'yellow', shape: 'ring', text: t('status.timeout') };
-  // Nothing has happened yet: no reading, no setpoint.
-  if (!regulator.steering && decision?.grid === undefined) {
-    return { fill: 'grey', shape: 'ring', text: extra ? `${t('status.waiting')} · ${extra}` : t('status.waiting') };
-  }
-  const setpoint = regulator.setpoint;
-  let text =
-    setpoint === undefined
-      ? t('status.selfConsumption')
-      : setpoint === 0
-        ? t('status.standby')
-        : setpoint > 0
-          ? t('status.discharge', { power: setpoint })
-          : t('status.charge', { power: -setpoint });
-  if (decision?.grid !== undefined) {
-    const grid = Math.round(decision.grid);
-    text += t('status.grid', { grid: `${grid > 0 ? '+' : ''}${grid}` });
-  }
-  const short = regulator.shortfall;
-  if (short !== undefined) text += t('status.short', { power: short });
-  if (leftOut.length > 0) text += ` · ${t('status.leftOut', { devices: leftOut.join(', ') })}`;
-  if (extra) text += ` · ${extra}`;
-  return { fill: short !== undefined ? 'yellow' : regulator.inFlight ? 'blue' : 'green', shape: 'dot', text };
-}
 
 export = function (RED: NodeAPI) {
   const t = (key: string, values?: Record<string, string | number>) => RED._(`localbattery-zero-feed-in.${key}`, values);
@@ -119,9 +82,7 @@ export = function (RED: NodeAPI) {
     const session: ClientSession | undefined = !configError && sessions.length === ids.length ? sessions[0] : undefined;
     if (session) {
       try {
-        // A group's maximum powers are within the sums of its units' limits.
-        const sum = (key: 'chargeLimit' | 'dischargeLimit') => sessions.reduce((total, s) => total + s.limits[key], 0);
-        settings = zeroFeedInSettings(def, { chargeLimit: sum('chargeLimit'), dischargeLimit: sum('dischargeLimit') });
+        settings = zeroFeedInSettings(def, groupLimits(sessions));
       } catch (error) {
         configError = error as Error;
         node.status({ fill: 'red', shape: 'ring', text: t('status.invalidConfig') });
@@ -140,10 +101,11 @@ export = function (RED: NodeAPI) {
       return;
     }
     const config = settings;
+    const names = unitNames(devices.map((d) => d.name || d.client?.host || d.id));
     const group =
       ids.length > 1
         ? new GroupPlant(
-            sessions.map((s, i) => ({ id: unitName(devices, i), session: s })),
+            sessions.map((s, i) => ({ id: names[i]!, session: s })),
             config.regulator,
             { unitFailure: (id, error) => unitWarning(id, error), changed: () => status(undefined) },
           )
@@ -155,24 +117,7 @@ export = function (RED: NodeAPI) {
     const zero: ZeroFeedInController = new ZeroFeedInController(group ?? session, config, {
       decision: (decision) => {
         if (closed) return;
-        const { setpoint, grid, battery, soc, reason, steady, deadBand, limitedBy, delivered } = decision;
-        node.send({
-          topic: 'zero feed-in',
-          payload: {
-            setpoint: setpoint ?? null,
-            steady: steady ?? null,
-            grid: grid ?? null,
-            battery: battery ?? null,
-            soc: soc ?? null,
-            reason,
-            mode: zero.mode,
-            deadBand: deadBand ?? zero.regulator.deadBand,
-            ...(limitedBy ? { delivered } : {}),
-            // Several devices: each unit's share, what it delivers and its SOC, and whether it is left out.
-            ...(group ? { units: group.report() } : {}),
-          },
-          ...(limitedBy ? { limitedBy } : {}),
-        });
+        node.send(zeroFeedInMessage(decision, zero, group?.report()));
         status(decision);
       },
       changed: () => {
@@ -182,71 +127,51 @@ export = function (RED: NodeAPI) {
       failure: (error) => {
         if (closed) return;
         node.status(errorStatus(error));
-        const message = (error as Error)?.message ?? String(error);
-        if (message !== warned) node.warn(message);
-        warned = message;
+        warnOnce((error as Error)?.message ?? String(error));
       },
       implausibleBattery: (power) => node.warn(t('errors.implausibleBattery', { power })),
     });
 
-    /** A unit's failure: the group goes on without it; logged once per message, named. */
+    /** A unit's failure: the group goes on without it; named. */
     function unitWarning(id: string, error: unknown): void {
-      if (closed) return;
-      const message = `${id}: ${(error as Error)?.message ?? String(error)}`;
+      if (!closed) warnOnce(`${id}: ${(error as Error)?.message ?? String(error)}`);
+    }
+
+    function warnOnce(message: string): void {
       if (message !== warned) node.warn(message);
       warned = message;
     }
 
     function status(decision: Decision | undefined, extra?: string): void {
       if (closed) return;
-      const out = group?.report().filter((u) => u.leftOut) ?? [];
-      const shown = statusOf(
-        zero,
-        t,
-        decision,
-        extra,
-        out.map((u) => u.device),
+      const leftOut = group?.report().filter((u) => u.leftOut) ?? [];
+      node.status(
+        zeroFeedInStatus(
+          zero,
+          t,
+          decision,
+          extra,
+          leftOut.map((u) => u.device),
+        ),
       );
-      // A mode other than zero feed-in leads the status (off too: it applies once on again).
-      const mode = zero.mode === 'normal' ? '' : `${t(`status.mode.${zero.mode}`)} · `;
-      node.status({ ...shown, text: mode + shown.text });
-    }
-
-    /** msg.payload as a reading: grid power, and the battery power and SOC an object may carry. */
-    function reading(payload: unknown): void {
-      const grid = gridReading(payload);
-      // Nonsense never moves the battery; the time-out covers a meter that only sends nonsense.
-      if (grid === undefined) return status(undefined, t('status.ignored'));
-      const given = payload as { batteryPower?: unknown; soc?: unknown } | undefined;
-      // Positive discharging, as 6000; the controller ignores a value the battery cannot be giving.
-      const battery = typeof given?.batteryPower === 'number' && Number.isFinite(given.batteryPower) ? given.batteryPower : undefined;
-      zero.reading(grid, battery, typeof given?.soc === 'number' ? given.soc : undefined);
     }
 
     zero.start();
     status(undefined);
 
     node.on('input', (msg: ZeroFeedInMessage, _send: unknown, done: Done) => {
-      // Both checked before either acts: a bad one changes nothing.
-      if (msg.enable !== undefined && typeof msg.enable !== 'boolean')
-        return done(new ValidationError('msg.enable', msg.enable, 'true or false'));
-      let target: number | undefined;
-      let mode: BatteryMode | undefined;
+      let input: ZeroFeedInInput;
       try {
-        target = msg.target === undefined ? undefined : targetIn(msg.target, 'msg.target');
-        mode = msg.mode === undefined ? undefined : parseMode(msg.mode, 'msg.mode');
+        input = zeroFeedInInput(msg, config.meterSource === 'message');
       } catch (error) {
         return done(error as Error);
       }
-      // From the next reading on.
-      if (target !== undefined) zero.setTarget(target);
-      if (msg.enable !== undefined) zero.enable(msg.enable);
-      // At once (a mode waits while the loop is off).
-      if (mode !== undefined) zero.setMode(mode);
-      // A message with a target, an enable or a mode is a command, a reading only where it has a payload and no target
-      // (a change node that copied the payload into msg.target left the payload behind).
-      const command = msg.target !== undefined || msg.enable !== undefined || msg.mode !== undefined;
-      if (config.meterSource === 'message' && msg.target === undefined && (!command || msg.payload !== undefined)) reading(msg.payload);
+      // The target from the next reading on; a mode at once (while the loop is off, once it is on again).
+      if (input.target !== undefined) zero.setTarget(input.target);
+      if (input.enable !== undefined) zero.enable(input.enable);
+      if (input.mode !== undefined) zero.setMode(input.mode);
+      if (input.reading === 'ignored') status(undefined, t('status.ignored'));
+      else if (input.reading) zero.reading(input.reading.grid, input.reading.battery, input.reading.soc);
       done();
     });
 
