@@ -223,3 +223,11 @@ export function errorsOf(node: any): string[] {
     .filter((call: { thisValue: unknown }) => call.thisValue === node)
     .map((call: { args: unknown[] }) => String(call.args[0]));
 }
+
+/** The messages of every warning the node logged. */
+export function warningsOf(node: any): string[] {
+  return (node.warn as { getCalls(): { thisValue: unknown; args: unknown[] }[] })
+    .getCalls()
+    .filter((call) => call.thisValue === node)
+    .map((call) => String(call.args[0]));
+}

@@ -6,9 +6,13 @@ import should from 'should';
 import { DeviceSimulator, SharedHouse } from '../src/simulator';
 import type { HouseScenario } from '../src/simulator/house';
 import { PASSWORD, deviceConfig, helper, startUnits } from './support';
-import { errorsOf, lastStatus, until } from './node-support';
+import { errorsOf, lastStatus, until, warningsOf } from './node-support';
 import { nodes } from './zero-feed-in-support';
 import { held } from './setpoint';
+import { pointByName } from '../src/points/catalogue';
+
+const GRID_CHARGING = pointByName('gridCharging')!.address;
+const GRID_CHARGING_SETTING = pointByName('gridChargingSetting')!.address;
 
 /** The node on both units, the meter from messages. */
 const GROUP_NODE = { id: 'zero1', type: 'localbattery-zero-feed-in', device: 'dev-big', device2: 'dev-small', meterSource: 'message' };
@@ -92,5 +96,23 @@ describe('localbattery-zero-feed-in node with several devices', function () {
     const node = helper.getNode('zero1');
     should(lastStatus(node)?.text).equal('invalid settings');
     should(errorsOf(node)).eql(['Invalid device3: got "one", allowed is a device not chosen in another device field']);
+  });
+
+  it("charge mode: the group charges from the grid at the mode's power, each unit told the SOC, grid charging on where the unit has it; normal puts it back", async function () {
+    const { node, outputs } = await load({ baseLoadW: 400, noiseW: 0 }, { chargeModePower: 1500, chargeModeSoc: 90 });
+    for (const sim of sims) sim.setData(GRID_CHARGING_SETTING, [0]);
+    await until(() => held(sims[0]) > 0, 20000, 'the big unit discharging');
+    node.receive({ mode: 'charge' });
+    // 1500 W is above 80 % of one unit's 1200 W or so: both charge, and the total is the mode's power.
+    await until(() => sims.every((sim) => held(sim) < 0), 8000, 'both units charging');
+    // The 2000 class takes grid charging (1143); the 1600 class has none and refuses it: said once, naming the unit.
+    await until(() => sims[0].value(GRID_CHARGING) === 1001, 8000, 'grid charging on at the big unit');
+    await until(() => warningsOf(node).some((w) => /^small: .*1143/.test(w)), 8000, "the small unit's refusal warned");
+    should(held(sims[0]) + held(sims[1])).equal(-1500);
+    for (const sim of sims) should(sim.control).containEql({ soc: 90 });
+    should(outputs.at(-1).payload.mode).equal('charge');
+    node.receive({ mode: 'normal' });
+    await until(() => sims[0].value(GRID_CHARGING) === 1000, 8000, 'grid charging back off');
+    await until(() => held(sims[0]) > 0 && held(sims[1]) === 0, 15000, 'one unit discharging again');
   });
 });
