@@ -29,9 +29,11 @@
  * the value itself follows at once (ahead of waiting reads). Each consistent model gives its own pulse; the one that
  * goes least far is sent, so no plant the readings allow overshoots (the others arrive later, as without a pulse). At
  * a power limit the pulse lasts several requests; its follow-up is due by time (tick()), not by the next reading, and a
- * reading that shows a new load ends it. A pulse goes past its value by at most the move itself. A move at most twice
- * the moves the same way that have not shown yet continues a ramp (a cloud over the PV, seen late by a slow meter): it
- * gets no pulse, which would zig-zag behind it. The dead band is widened to three times the meter's noise (to 100 W at
+ * reading that shows a new load ends it (the next move starts from the pulse's value, not from the pulse). A pulse
+ * goes past its value by at most the move itself, and each follow-up at most as far as the one before. One move gets
+ * one pulse: a trim while the battery still answers it gets none. A move at most twice the moves the same way that
+ * have not shown yet continues a ramp (a cloud over the PV, seen late by a slow meter): it gets no pulse, which would
+ * zig-zag behind it. The dead band is widened to three times the meter's noise (to 100 W at
  * most), so that noise does not move a setpoint that the narrowed models no longer shield; it leans toward import (a
  * move down at half the band of export, up at a whole band of import).
  *
@@ -436,9 +438,14 @@ export class Regulator {
         const next = this.followUp(now);
         return next ? { ...next, grid, battery: decision('hold', 'settling').battery } : decision('hold', 'settling');
       }
-      // The device holds the pulse: the next setpoint moves from there.
+      // The move starts from what the pulse was heading to: from the pulse's own value, the edge nearest to it would
+      // overshoot while a slow battery is still answering.
+      const { final } = this.pulse;
       this.pulse = undefined;
-      return this.move(want, this.acknowledged, now, decision);
+      const moved = this.move(want, final, now, decision);
+      if (moved.action === 'set' || this.acknowledged === final) return moved;
+      this.pending = { value: final, decidedAt: now, steady: true };
+      return decision('set', 'load', final);
     }
     return this.move(want, this.acknowledged, now, decision);
   }
@@ -526,10 +533,18 @@ export class Regulator {
     const next = limited.value;
     if (current !== undefined && next >= this.band(current)[0] && next <= this.band(current)[1]) return decision('hold', reason);
     this.followingUp = false;
+    // A trim while the battery still answers a move that had its pulse is part of that move: one pulse is enough (a
+    // second, sized for all the way the slow battery still has to go, would overshoot).
+    const trim = current !== undefined && Math.abs(next - current) < this.pulseMinW();
     // A stop at a SOC limit needs no haste; a ramp is followed step by step.
-    const plain = current === undefined || reason === 'soc' || this.delivered !== undefined || this.continuesRamp(next - current, now);
+    const plain =
+      current === undefined ||
+      reason === 'soc' ||
+      this.delivered !== undefined ||
+      (trim && this.boosted) ||
+      this.continuesRamp(next - current, now);
     const overdrive = plain ? undefined : this.overdrive(next, now);
-    this.boosted = overdrive !== undefined;
+    if (!trim || overdrive !== undefined) this.boosted = overdrive !== undefined;
     if (overdrive !== undefined) {
       this.pending = { value: overdrive, decidedAt: now, steady: false };
       return decision('set', 'overdrive', overdrive);
@@ -575,7 +590,7 @@ export class Regulator {
       ({ value, reason = 'load' } = this.limit(pulse.final));
       this.pulse = undefined;
       steady = true;
-    }
+    } else pulse.bound = (value - pulse.final) * pulse.direction;
     this.pending = { value, decidedAt: now, steady };
     // Its gap from the setpoint before shows the queue's pace only when it was asked for as that one was acknowledged.
     this.followingUp = now - this.lastAckAt <= AT_ONCE_MS;
@@ -631,11 +646,14 @@ export class Regulator {
     const [low, high] = this.batteryInterval(now);
     const direction = Math.sign(next - (low + high) / 2);
     const distance = Math.min(Math.abs(next - low), Math.abs(next - high));
-    if (distance < Math.max(MIN_PULSE_W, PULSE_DEAD_BANDS * deadBand)) return undefined;
+    if (distance < this.pulseMinW()) return undefined;
     const step = this.pulseStep(next, direction, now, this.slotMs());
     const pulse = { final: next, direction, bound: distance };
     const value = this.limit(this.bounded(step.value, pulse)).value;
     if (step.reached || (value - next) * direction <= deadBand) return undefined;
+    // Each follow-up goes at most as far past the value as the setpoint before it: the pulse only shrinks (a zig-zag
+    // of follow-ups, as the models' answers differ from slot to slot, would be reversals).
+    pulse.bound = (value - next) * direction;
     this.pulse = pulse;
     return value;
   }
@@ -682,6 +700,11 @@ export class Regulator {
       showing += Math.abs(moved);
     }
     return move !== 0 && RAMP_RATIO * showing >= Math.abs(move);
+  }
+
+  /** The smallest move (W) worth a pulse. */
+  private pulseMinW(): number {
+    return Math.max(MIN_PULSE_W, PULSE_DEAD_BANDS * this.deadBand);
   }
 
   /** The longest gap seen from one setpoint's request to the next one's when sent at once. */
