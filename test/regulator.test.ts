@@ -42,8 +42,9 @@ interface PlantOptions {
   intervalMs?: number;
   /** The battery delivers at most this (W, either way) at second t, though it accepts any setpoint. */
   capW?: (t: number) => number | undefined;
-  /** Battery power (6000) is read back this often (ms). */
+  /** Battery power (6000) is read back this often (ms), from `readBatteryOffsetMs` on. */
   readBatteryEveryMs?: number;
+  readBatteryOffsetMs?: number;
   /** What the meter reports instead of the grid at second t (a bad reading), or undefined. */
   badReading?: (t: number) => number | undefined;
   /** Called every step: a decision it returns is carried out like the regulator's. */
@@ -120,7 +121,8 @@ function simulate(options: PlantOptions) {
     trace.push({ t: now, grid, battery, setpoint: command.value, load });
     const silent = options.silentFromS !== undefined && now >= options.silentFromS * 1000;
     if (options.readSocEveryMs && now % options.readSocEveryMs === 0) regulator.observeSoc(Math.round(soc), now);
-    if (options.readBatteryEveryMs && now % options.readBatteryEveryMs === 0) regulator.observeBattery(Math.round(battery), now);
+    if (options.readBatteryEveryMs && (now - (options.readBatteryOffsetMs ?? 0)) % options.readBatteryEveryMs === 0)
+      regulator.observeBattery(Math.round(battery), now);
     let decision: Decision | undefined = options.hook?.(now, regulator, decisions);
     if (decision) {
       // Carried out below like the regulator's own.
@@ -697,6 +699,39 @@ describe('zero feed-in regulator (src/control/regulator.ts) against a simulated 
     const { lagS } = run.regulator.plant;
     should(lagS[0]).be.belowOrEqual(1.5);
     should(lagS[1]).be.aboveOrEqual(1.5);
+  });
+
+  it('a battery that delivers 600 W (the matrix house): seen while it answers the kettle, no wind-up, at most 2 reversals', function () {
+    const capW = (t: number) => (t >= 5 && t < 65 ? 600 : undefined);
+    const stretches = [0, 5, 10, 40, 48, 52, 65, 66, 70, 76, 86, 90];
+    // Read-backs every 3 s, the first after the kettle 1.5 to 3 s after the meter showed it (it shows at 10 s).
+    for (const readBatteryOffsetMs of [2500, 0, 1000, 2300]) {
+      const run = simulate({
+        ...KETTLE_HOUSE,
+        load: matrixHouse,
+        durationS: 90,
+        readBatteryEveryMs: 3000,
+        readBatteryOffsetMs,
+        capW,
+      });
+      const where = `read-backs from ${readBatteryOffsetMs} ms`;
+      for (let i = 0; i + 1 < stretches.length; i++)
+        should(reversals(run.decisions, stretches[i], stretches[i + 1])).be.belowOrEqual(2, `${where}: ${stretches[i]} s`);
+      // The kettle's pulse is the only one: the battery's shortfall before a read-back shows it looks like more load
+      // the same way, which gets no pulse of its own while the battery still answers.
+      should(run.decisions.filter((d) => d.reason === 'overdrive' && d.grid !== undefined && d.t >= 10000 && d.t < 40000)).have.length(
+        1,
+        where,
+      );
+      // A read-back while the battery answers the kettle's pulse (within 2 s of it) shows the shortfall: what follows
+      // stays at the kettle's need, no wind-up towards the maximum, and nothing reverses.
+      if (readBatteryOffsetMs >= 2500 || readBatteryOffsetMs === 0) {
+        const after = run.decisions.filter((d) => d.action === 'set' && d.t >= 12000 && d.t < 40000);
+        should(Math.max(...after.map((d) => d.setpoint!))).be.belowOrEqual(1500, where);
+        should(reversals(run.decisions, 10, 40)).be.belowOrEqual(1, where);
+        should(run.decisions.some((d) => d.t < 14000 && d.limitedBy === 'battery')).be.true(where);
+      }
+    }
   });
 
   it('the dead band in force is capped at 100 W however noisy the meter, reported with each decision, and on the import side', function () {

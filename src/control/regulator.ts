@@ -39,8 +39,9 @@
  *
  * Exits: the regulator stands behind a steady setpoint (a pulse's value is none); exit() and a time-out with keep give
  * that setpoint where a pulse may be in force. One reading whose implied load jumped by more than 2.5 kW is held back
- * until the next confirms it. A read-back of 6000 short of every model shows a battery that does not follow: the load
- * is then taken between what it delivers and what the models expect (no wind-up), and the identification skips it.
+ * until the next confirms it. A read-back of 6000 short of every consistent model (during a transient too) shows a
+ * battery that does not follow: the load is then taken between what it delivers and what the models expect (no
+ * wind-up), and the identification skips it.
  *
  * Further rules: one setpoint in flight at a time (the next only after the device acknowledged the previous one,
  * which the shared queue paces); the state is the acknowledged setpoint after every limit, so nothing winds up at a
@@ -178,7 +179,7 @@ export class Regulator {
   private base = 0;
   private readback: { power: number; at: number } | undefined;
   /** The battery delivers only this (read back, short of every model): it is steered from there. */
-  private delivered: { power: number; at: number } | undefined;
+  private delivered: { power: number; at: number; direction: number } | undefined;
   private socValue: { value: number; at: number } | undefined;
   private lastReading = -Infinity;
   private timedOut = false;
@@ -195,8 +196,11 @@ export class Regulator {
   private slots: number[] = [];
   private followingUp = false;
   private lastAckAt = -Infinity;
-  /** The last move had its pulse (from the start, or added once the readings showed the battery slower): one is enough. */
-  private boosted = false;
+  /**
+   * The way (+1 up, -1 down) of the last move that had its pulse (from the start, or added once the readings showed the
+   * battery slower); 0 when it had none. One is enough.
+   */
+  private boosted = 0;
 
   private current: RegulatorSettings;
 
@@ -316,7 +320,8 @@ export class Regulator {
     }
     const short = this.fallsShort(power, askedAt, now);
     if (short !== (this.delivered !== undefined)) this.identifier.interrupt();
-    this.delivered = short ? { power, at: now } : undefined;
+    // The way the setpoint asks: during a transient what is delivered may still lie on the other side of zero.
+    this.delivered = short ? { power, at: now, direction: Math.sign(this.acknowledged!) } : undefined;
   }
 
   /**
@@ -339,11 +344,10 @@ export class Regulator {
   private fallsShort(power: number, askedAt: number, now: number): boolean {
     const setpoint = this.acknowledged;
     if (setpoint === undefined || setpoint === 0) return false;
-    // During a transient, short of every battery the regulator is built for (one a little off the identified models is
-    // no shortfall); once those have the battery there, short of them.
-    const last = this.history.at(-1);
-    const settled = !last || askedAt >= last.ackAt + Math.max(...this.identifier.consistent().map(settleMs));
-    const models = settled ? this.identifier.consistent() : this.identifier.models;
+    // Short of every plant the readings allow, during a transient too (every plant the regulator is built for would
+    // see it only once the slowest, 4 s and 5 s, had settled: a derated battery was found 12 s into a kettle's step,
+    // after the setpoint had wound up). A battery a little off the identified ones is within the margin.
+    const models = this.identifier.consistent();
     const direction = Math.sign(setpoint);
     // 6000 was taken between the ask and the answer; the models show it as the meter will, up to its delay later.
     const [low, high] = this.modelInterval(askedAt, models);
@@ -381,7 +385,8 @@ export class Regulator {
     this.pending = undefined;
     this.acknowledged = value;
     // A setpoint within what the battery delivered can be followed: the shortfall no longer holds.
-    if (this.delivered && value * Math.sign(this.delivered.power) <= Math.abs(this.delivered.power)) this.delivered = undefined;
+    const short = this.delivered;
+    if (short && value * short.direction <= short.power * short.direction) this.delivered = undefined;
     // The same setpoint again (a repeat the device already has) changes nothing the models follow.
     if (this.history.length > 0 && value === before) return;
     this.identifier.moved(value - before, now);
@@ -533,18 +538,18 @@ export class Regulator {
     const next = limited.value;
     if (current !== undefined && next >= this.band(current)[0] && next <= this.band(current)[1]) return decision('hold', reason);
     this.followingUp = false;
-    // A trim while the battery still answers a move that had its pulse is part of that move: one pulse is enough (a
-    // second, sized for all the way the slow battery still has to go, would overshoot).
-    const trim = current !== undefined && Math.abs(next - current) < this.pulseMinW();
+    // One move, one pulse: while the battery still answers a move that had its pulse, a trim or more of the same way gets
+    // none. A trim would get a pulse sized for all the way a slow battery still has to go (an overshoot); more of the
+    // same way is also what a battery falling short of its setpoint looks like until a read-back shows it (a wind-up).
+    const way = Math.sign(next - (current ?? next));
+    const lastAck = this.history.at(-1)?.ackAt ?? -Infinity;
+    const answering =
+      this.boosted !== 0 && (way === this.boosted || Math.abs(next - current!) < this.pulseMinW()) && now < lastAck + this.showsMs();
     // A stop at a SOC limit needs no haste; a ramp is followed step by step.
     const plain =
-      current === undefined ||
-      reason === 'soc' ||
-      this.delivered !== undefined ||
-      (trim && this.boosted) ||
-      this.continuesRamp(next - current, now);
+      current === undefined || reason === 'soc' || this.delivered !== undefined || answering || this.continuesRamp(next - current, now);
     const overdrive = plain ? undefined : this.overdrive(next, now);
-    if (!trim || overdrive !== undefined) this.boosted = overdrive !== undefined;
+    if (!answering) this.boosted = overdrive === undefined ? 0 : way;
     if (overdrive !== undefined) {
       this.pending = { value: overdrive, decidedAt: now, steady: false };
       return decision('set', 'overdrive', overdrive);
@@ -557,9 +562,9 @@ export class Regulator {
   private boost(current: number, now: number, want: { low: number; high: number }, decision: ReturnType<Regulator['decider']>): Decision {
     const last = this.history.at(-1);
     const ramp = last !== undefined && this.continuesRamp(current - this.valueBefore(1), last.startAt, 1);
-    const boost = this.boosted || ramp || this.delivered ? undefined : this.overdrive(current, now);
+    const boost = this.boosted !== 0 || ramp || this.delivered ? undefined : this.overdrive(current, now);
     if (boost !== undefined) {
-      this.boosted = true;
+      this.boosted = Math.sign(boost - current);
       this.followingUp = false;
       this.pending = { value: boost, decidedAt: now, steady: false };
       return decision('set', 'overdrive', boost);
@@ -691,7 +696,7 @@ export class Regulator {
    * zig-zag behind it; a kettle is far larger than the trims before it.
    */
   private continuesRamp(move: number, at: number, skip = 0): boolean {
-    const showsMs = Math.max(...this.identifier.consistent().map((model) => model.delayMs + 2 * model.lagMs));
+    const showsMs = this.showsMs();
     let showing = 0;
     for (let back = skip; back < this.history.length; back++) {
       const step = this.history.at(-1 - back)!;
@@ -700,6 +705,11 @@ export class Regulator {
       showing += Math.abs(moved);
     }
     return move !== 0 && RAMP_RATIO * showing >= Math.abs(move);
+  }
+
+  /** How long a move takes to show (ms): its delay and two lags, under the slowest plant the readings allow. */
+  private showsMs(): number {
+    return Math.max(...this.identifier.consistent().map((model) => model.delayMs + 2 * model.lagMs));
   }
 
   /** The smallest move (W) worth a pulse. */
