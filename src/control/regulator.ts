@@ -166,6 +166,13 @@ const SHORT_SHARE = 0.1;
 const DELIVERED_KEPT_MS = 15000;
 
 type Pending = { value: number; decidedAt: number; startAt?: number; steady: boolean };
+/**
+ * The setpoints a reading's load asks for, [low, high], and the grid-charging floor: without grid charging, no setpoint
+ * below min(0, load) for any load the models allow (-Infinity with it).
+ */
+type Wanted = { low: number; high: number; floored: boolean; floor: number };
+/** An overdrive under way towards `final`, `direction` +1 (up) or -1; at most `bound` W past it and never below `floor`. */
+type Pulse = { final: number; direction: number; bound: number; floor: number; failed?: boolean };
 
 export class Regulator {
   /** The acknowledged setpoint; undefined when not known (at start, after a hand-back). */
@@ -190,8 +197,7 @@ export class Regulator {
   /** The implied load of the last reading taken, and a reading held back because it jumped far from it. */
   private lastLoad: [number, number] | undefined;
   private suspect: { grid: number; at: number; load: [number, number] } | undefined;
-  /** An overdrive under way towards `final`; `direction` +1 (up) or -1; it goes past `final` by `bound` W at most. */
-  private pulse: { final: number; direction: number; bound: number; failed?: boolean } | undefined;
+  private pulse: Pulse | undefined;
   /** Gaps (ms) seen between a setpoint's request and the next one's, when the next was sent at once. */
   private slots: number[] = [];
   private followingUp = false;
@@ -438,8 +444,10 @@ export class Regulator {
     if (this.pending) return decision('hold', 'in flight');
     const want = this.wanted(grid, low, high);
     if (this.pulse) {
-      // A held pulse ends when the reading shows a new load; otherwise its follow-up is due by time.
+      // A held pulse ends when the reading shows a new load; otherwise its follow-up is due by time, above the floor
+      // this reading's load sets.
       if (!this.beyondBand(want, this.pulse.final)) {
+        this.pulse.floor = want.floor;
         const next = this.followUp(now);
         return next ? { ...next, grid, battery: decision('hold', 'settling').battery } : decision('hold', 'settling');
       }
@@ -491,21 +499,23 @@ export class Regulator {
   }
 
   /** The setpoints the estimated load asks for, [low, high], within the grid-charging floor. */
-  private wanted(grid: number, low: number, high: number): { low: number; high: number; floored: boolean } {
+  private wanted(grid: number, low: number, high: number): Wanted {
     const { target, gridCharge } = this.settings;
     let wantLow = grid + low - target;
     let wantHigh = grid + high - target;
     let floored = false;
+    let floor = -Infinity;
     if (!gridCharge) {
       // Charging only by what the house would export: never below min(0, load), edge by edge, so that a charge
       // grows only by what the upper estimate of the load allows.
       const floorLow = Math.min(0, grid + low);
       const floorHigh = Math.min(0, grid + high);
       floored = wantHigh < floorHigh;
+      floor = floorHigh;
       wantLow = Math.max(wantLow, floorLow);
       wantHigh = Math.max(wantHigh, floorHigh);
     }
-    return { low: wantLow, high: wantHigh, floored };
+    return { low: wantLow, high: wantHigh, floored, floor };
   }
 
   /**
@@ -523,12 +533,7 @@ export class Regulator {
   }
 
   /** The decision on a reading with no pulse under way: a move (plain or with a pulse) when the load asks for it. */
-  private move(
-    want: { low: number; high: number; floored: boolean },
-    current: number | undefined,
-    now: number,
-    decision: ReturnType<Regulator['decider']>,
-  ): Decision {
+  private move(want: Wanted, current: number | undefined, now: number, decision: ReturnType<Regulator['decider']>): Decision {
     let reason: DecisionReason = current === undefined ? 'start' : want.floored ? 'grid charge' : 'load';
     if (current !== undefined && !this.beyondBand(want, current)) return this.boost(current, now, want, decision);
     const wanted = current === undefined ? (want.low + want.high) / 2 : want.low > current ? want.low : want.high;
@@ -548,7 +553,7 @@ export class Regulator {
     // A stop at a SOC limit needs no haste; a ramp is followed step by step.
     const plain =
       current === undefined || reason === 'soc' || this.delivered !== undefined || answering || this.continuesRamp(next - current, now);
-    const overdrive = plain ? undefined : this.overdrive(next, now);
+    const overdrive = plain ? undefined : this.overdrive(next, now, want.floor);
     if (!answering) this.boosted = overdrive === undefined ? 0 : way;
     if (overdrive !== undefined) {
       this.pending = { value: overdrive, decidedAt: now, steady: false };
@@ -559,10 +564,10 @@ export class Regulator {
   }
 
   /** Inside the dead band: the readings may have shown the battery slower than the fastest plant of the start, then a pulse speeds it on. */
-  private boost(current: number, now: number, want: { low: number; high: number }, decision: ReturnType<Regulator['decider']>): Decision {
+  private boost(current: number, now: number, want: Wanted, decision: ReturnType<Regulator['decider']>): Decision {
     const last = this.history.at(-1);
     const ramp = last !== undefined && this.continuesRamp(current - this.valueBefore(1), last.startAt, 1);
-    const boost = this.boosted !== 0 || ramp || this.delivered ? undefined : this.overdrive(current, now);
+    const boost = this.boosted !== 0 || ramp || this.delivered ? undefined : this.overdrive(current, now, want.floor);
     if (boost !== undefined) {
       this.boosted = Math.sign(boost - current);
       this.followingUp = false;
@@ -612,9 +617,10 @@ export class Regulator {
     };
   }
 
-  /** A pulse's value within its bound: at most `bound` W past its final value. */
-  private bounded(value: number, pulse: { final: number; direction: number; bound: number }): number {
-    return (value - pulse.final) * pulse.direction > pulse.bound ? pulse.final + pulse.direction * pulse.bound : value;
+  /** A pulse's value within its bounds: at most `bound` W past its final value, and never below the grid-charging floor. */
+  private bounded(value: number, pulse: Pulse): number {
+    const within = (value - pulse.final) * pulse.direction > pulse.bound ? pulse.final + pulse.direction * pulse.bound : value;
+    return Math.max(within, pulse.floor);
   }
 
   /**
@@ -646,14 +652,14 @@ export class Regulator {
    * following setpoint can act (one slot later); undefined for a small move or where a pulse would gain little. The
    * pulse goes past `next` by at most the move itself (the battery's distance from `next`): at most twice the step.
    */
-  private overdrive(next: number, now: number): number | undefined {
+  private overdrive(next: number, now: number, floor: number): number | undefined {
     const deadBand = this.deadBand;
     const [low, high] = this.batteryInterval(now);
     const direction = Math.sign(next - (low + high) / 2);
     const distance = Math.min(Math.abs(next - low), Math.abs(next - high));
     if (distance < this.pulseMinW()) return undefined;
     const step = this.pulseStep(next, direction, now, this.slotMs());
-    const pulse = { final: next, direction, bound: distance };
+    const pulse = { final: next, direction, bound: distance, floor };
     const value = this.limit(this.bounded(step.value, pulse)).value;
     if (step.reached || (value - next) * direction <= deadBand) return undefined;
     // Each follow-up goes at most as far past the value as the setpoint before it: the pulse only shrinks (a zig-zag
