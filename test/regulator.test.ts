@@ -45,6 +45,11 @@ interface PlantOptions {
   /** Battery power (6000) is read back this often (ms), from `readBatteryOffsetMs` on. */
   readBatteryEveryMs?: number;
   readBatteryOffsetMs?: number;
+  /**
+   * The meter holds a sample for this long (ms, the device's own: 3000), sampled at its multiples; each reading gives the
+   * sample in force, and battery power (6000) is read with it.
+   */
+  holdMs?: number;
   /** What the meter reports instead of the grid at second t (a bad reading), or undefined. */
   badReading?: (t: number) => number | undefined;
   /** Called every step: a decision it returns is carried out like the regulator's. */
@@ -86,6 +91,7 @@ function simulate(options: PlantOptions) {
   let lastRequest = -Infinity;
   let inFlight: { value: number; ackAt: number } | undefined;
   let handedBack = false;
+  let held: { at: number; grid: number } | undefined;
   for (let step = 0; step * dt <= options.durationS * 1000; step++) {
     const now = step * dt;
     const load = options.load(now / 1000);
@@ -128,7 +134,14 @@ function simulate(options: PlantOptions) {
       // Carried out below like the regulator's own.
     } else if (!silent && now % (options.meterMs ?? 1000) === 0) {
       const delayed = gridHistory[Math.max(0, gridHistory.length - 1 - Math.round((options.meterDelayS * 1000) / dt))];
-      decision = regulator.meter(options.badReading?.(now / 1000) ?? Math.round(delayed + noise()), now);
+      let grid = options.badReading?.(now / 1000) ?? Math.round(delayed + noise());
+      if (options.holdMs) {
+        const at = Math.floor(now / options.holdMs) * options.holdMs;
+        if (held?.at !== at) held = { at, grid: Math.round(gridHistory[at / dt] + noise()) };
+        grid = held.grid;
+        regulator.observeBattery(Math.round(battery), now, now - 100);
+      }
+      decision = regulator.meter(grid, now);
     } else {
       decision = regulator.tick(now);
     }
@@ -737,6 +750,22 @@ describe('zero feed-in regulator (src/control/regulator.ts) against a simulated 
         should(run.decisions.some((d) => d.t < 14000 && d.limitedBy === 'battery')).be.true(where);
       }
     }
+  });
+
+  it("the device's own meter (a sample held for 3 s, read every second): a repeat moves nothing, at most 1 reversal", function () {
+    // As the controller sets it up for meter source 'device': the meter up to a refresh (3 s) later.
+    const settings = { heldMeter: true, slow: { ...PLANT_BOUNDS.slow, meterDelayS: PLANT_BOUNDS.slow.meterDelayS + 3 } };
+    const stretches = [0, 10, 40, 48, 52, 66, 70, 76, 86, 90];
+    for (const seed of [1, 2, 3])
+      for (const answerMs of [100, 300]) {
+        const run = simulate({ ...KETTLE_HOUSE, answerMs, load: matrixHouse, durationS: 90, holdMs: 3000, noiseW: 10, seed, settings });
+        for (let i = 0; i + 1 < stretches.length; i++) {
+          const where = `seed ${seed}, ${answerMs} ms answers, ${stretches[i]}-${stretches[i + 1]} s`;
+          should(reversals(run.decisions, stretches[i], stretches[i + 1])).be.belowOrEqual(1, where);
+        }
+        // A step is still followed: the kettle settles within ±50 W in 10 s.
+        should(settlingS(run.trace, 10, 40)).be.belowOrEqual(10);
+      }
   });
 
   it('the dead band in force is capped at 100 W however noisy the meter, reported with each decision, and on the import side', function () {

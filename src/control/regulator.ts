@@ -81,6 +81,11 @@ export interface RegulatorSettings {
   slow: PlantBound;
   /** The device's minimum interval between requests (ms, default 1000): an overdrive's halves are that far apart. */
   requestIntervalMs?: number;
+  /**
+   * The meter holds each sample until its next refresh (the device's own, every 3 s): a reading equal to the one before
+   * is that sample again, up to a refresh old, and tells nothing new. Without this, a repeat is a reading like any.
+   */
+  heldMeter?: boolean;
 }
 
 /**
@@ -189,6 +194,8 @@ export class Regulator {
   private delivered: { power: number; at: number; direction: number } | undefined;
   private socValue: { value: number; at: number } | undefined;
   private lastReading = -Infinity;
+  /** The last grid reading's value (a held meter repeats it until it refreshes). */
+  private lastGrid: number | undefined;
   private timedOut = false;
   private on = true;
   private readonly identifier: PlantIdentifier;
@@ -439,6 +446,10 @@ export class Regulator {
     const [low, high] = this.batteryNow(now, battery);
     const decision = this.decider(grid, (low + high) / 2);
     if (!this.on) return decision('hold', 'disabled');
+    // A held meter's repeat is an old sample: taken with the battery's power now it would show a load that is none.
+    const repeat = this.settings.heldMeter === true && grid === this.lastGrid;
+    this.lastGrid = grid;
+    if (repeat) return decision('hold', this.pending ? 'in flight' : 'settling');
     if (this.screen(grid, now, [grid + low, grid + high])) return decision('hold', 'suspect');
     this.identify(grid, now);
     if (this.pending) return decision('hold', 'in flight');

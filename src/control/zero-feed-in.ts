@@ -81,7 +81,8 @@ export class ZeroFeedInController {
     // The device's meter may be up to its refresh older than the battery power read with it: a longer meter delay.
     const slow = { ...config.regulator.slow };
     if (config.meterSource === 'device') slow.meterDelayS += DEVICE_METER_REFRESH_S;
-    this.regulator = new Regulator({ ...config.regulator, slow, requestIntervalMs: session.client.minIntervalMs }, now());
+    const heldMeter = config.meterSource === 'device';
+    this.regulator = new Regulator({ ...config.regulator, slow, requestIntervalMs: session.client.minIntervalMs, heldMeter }, now());
     this.controlOptions = {
       power: config.regulator.minPower,
       chargeSoc: config.regulator.chargeSoc,
