@@ -30,12 +30,13 @@
  * goes least far is sent, so no plant the readings allow overshoots (the others arrive later, as without a pulse). At
  * a power limit the pulse lasts several requests; its follow-up is due by time (tick()), not by the next reading, and a
  * reading that shows a new load ends it (the next move starts from the pulse's value, not from the pulse). A pulse
- * goes past its value by at most the move itself, and each follow-up at most as far as the one before. One move gets
- * one pulse: a trim while the battery still answers it gets none. A move at most twice the moves the same way that
- * have not shown yet continues a ramp (a cloud over the PV, seen late by a slow meter): it gets no pulse, which would
- * zig-zag behind it. The dead band is widened to three times the meter's noise (to 100 W at
- * most), so that noise does not move a setpoint that the narrowed models no longer shield; it leans toward import (a
- * move down at half the band of export, up at a whole band of import).
+ * goes past its value by at most the move itself, each follow-up at most as far as the one before, and never below
+ * the grid-charging floor. One move gets one pulse: while the battery still answers it, a trim or more of the same way
+ * gets none. A move at most twice the moves the same way that have not shown yet continues a ramp (a cloud over the
+ * PV, seen late by a slow meter): it gets no pulse, which would zig-zag behind it. The dead band is widened to three
+ * times the meter's noise (to 100 W at most), so that noise does not move a setpoint that the narrowed models no
+ * longer shield; it leans toward import (a move down at half the band of export, up at a whole band of import). A
+ * meter that holds its sample between refreshes (the device's own) repeats it: a repeat moves nothing.
  *
  * Exits: the regulator stands behind a steady setpoint (a pulse's value is none); exit() and a time-out with keep give
  * that setpoint where a pulse may be in force. One reading whose implied load jumped by more than 2.5 kW is held back
