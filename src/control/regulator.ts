@@ -29,16 +29,20 @@
  * the value itself follows at once (ahead of waiting reads). Each consistent model gives its own pulse; the one that
  * goes least far is sent, so no plant the readings allow overshoots (the others arrive later, as without a pulse). At
  * a power limit the pulse lasts several requests; its follow-up is due by time (tick()), not by the next reading, and a
- * reading that shows a new load ends it. A pulse goes past its value by at most the move itself. A move at most twice
- * the moves the same way that have not shown yet continues a ramp (a cloud over the PV, seen late by a slow meter): it
- * gets no pulse, which would zig-zag behind it. The dead band is widened to three times the meter's noise (to 100 W at
- * most), so that noise does not move a setpoint that the narrowed models no longer shield; it leans toward import (a
- * move down at half the band of export, up at a whole band of import).
+ * reading that shows a new load ends it (the next move starts from the pulse's value, not from the pulse). A pulse
+ * goes past its value by at most the move itself, each follow-up at most as far as the one before, and never below
+ * the grid-charging floor. One move gets one pulse: while the battery still answers it, a trim or more of the same way
+ * gets none. A move at most twice the moves the same way that have not shown yet continues a ramp (a cloud over the
+ * PV, seen late by a slow meter): it gets no pulse, which would zig-zag behind it. The dead band is widened to three
+ * times the meter's noise (to 100 W at most), so that noise does not move a setpoint that the narrowed models no
+ * longer shield; it leans toward import (a move down at half the band of export, up at a whole band of import). A
+ * meter that holds its sample between refreshes (the device's own) repeats it: a repeat moves nothing.
  *
  * Exits: the regulator stands behind a steady setpoint (a pulse's value is none); exit() and a time-out with keep give
  * that setpoint where a pulse may be in force. One reading whose implied load jumped by more than 2.5 kW is held back
- * until the next confirms it. A read-back of 6000 short of every model shows a battery that does not follow: the load
- * is then taken between what it delivers and what the models expect (no wind-up), and the identification skips it.
+ * until the next confirms it. A read-back of 6000 short of every consistent model (during a transient too) shows a
+ * battery that does not follow: the load is then taken between what it delivers and what the models expect (no
+ * wind-up), and the identification skips it.
  *
  * Further rules: one setpoint in flight at a time (the next only after the device acknowledged the previous one,
  * which the shared queue paces); the state is the acknowledged setpoint after every limit, so nothing winds up at a
@@ -78,6 +82,11 @@ export interface RegulatorSettings {
   slow: PlantBound;
   /** The device's minimum interval between requests (ms, default 1000): an overdrive's halves are that far apart. */
   requestIntervalMs?: number;
+  /**
+   * The meter holds each sample until its next refresh (the device's own, every 3 s): a reading equal to the one before
+   * is that sample again, up to a refresh old, and tells nothing new. Without this, a repeat is a reading like any.
+   */
+  heldMeter?: boolean;
 }
 
 /**
@@ -164,6 +173,13 @@ const SHORT_SHARE = 0.1;
 const DELIVERED_KEPT_MS = 15000;
 
 type Pending = { value: number; decidedAt: number; startAt?: number; steady: boolean };
+/**
+ * The setpoints a reading's load asks for, [low, high], and the grid-charging floor: without grid charging, no setpoint
+ * below min(0, load) for any load the models allow (-Infinity with it).
+ */
+type Wanted = { low: number; high: number; floored: boolean; floor: number };
+/** An overdrive under way towards `final`, `direction` +1 (up) or -1; at most `bound` W past it and never below `floor`. */
+type Pulse = { final: number; direction: number; bound: number; floor: number; failed?: boolean };
 
 export class Regulator {
   /** The acknowledged setpoint; undefined when not known (at start, after a hand-back). */
@@ -177,9 +193,11 @@ export class Regulator {
   private base = 0;
   private readback: { power: number; at: number } | undefined;
   /** The battery delivers only this (read back, short of every model): it is steered from there. */
-  private delivered: { power: number; at: number } | undefined;
+  private delivered: { power: number; at: number; direction: number } | undefined;
   private socValue: { value: number; at: number } | undefined;
   private lastReading = -Infinity;
+  /** The last grid reading's value (a held meter repeats it until it refreshes). */
+  private lastGrid: number | undefined;
   private timedOut = false;
   private on = true;
   private readonly identifier: PlantIdentifier;
@@ -188,14 +206,16 @@ export class Regulator {
   /** The implied load of the last reading taken, and a reading held back because it jumped far from it. */
   private lastLoad: [number, number] | undefined;
   private suspect: { grid: number; at: number; load: [number, number] } | undefined;
-  /** An overdrive under way towards `final`; `direction` +1 (up) or -1; it goes past `final` by `bound` W at most. */
-  private pulse: { final: number; direction: number; bound: number; failed?: boolean } | undefined;
+  private pulse: Pulse | undefined;
   /** Gaps (ms) seen between a setpoint's request and the next one's, when the next was sent at once. */
   private slots: number[] = [];
   private followingUp = false;
   private lastAckAt = -Infinity;
-  /** The last move had its pulse (from the start, or added once the readings showed the battery slower): one is enough. */
-  private boosted = false;
+  /**
+   * The way (+1 up, -1 down) of the last move that had its pulse (from the start, or added once the readings showed the
+   * battery slower); 0 when it had none. One is enough.
+   */
+  private boosted = 0;
 
   private current: RegulatorSettings;
 
@@ -326,7 +346,8 @@ export class Regulator {
     }
     const short = this.fallsShort(power, askedAt, now);
     if (short !== (this.delivered !== undefined)) this.identifier.interrupt();
-    this.delivered = short ? { power, at: now } : undefined;
+    // The way the setpoint asks: during a transient what is delivered may still lie on the other side of zero.
+    this.delivered = short ? { power, at: now, direction: Math.sign(this.acknowledged!) } : undefined;
   }
 
   /**
@@ -349,11 +370,10 @@ export class Regulator {
   private fallsShort(power: number, askedAt: number, now: number): boolean {
     const setpoint = this.acknowledged;
     if (setpoint === undefined || setpoint === 0) return false;
-    // During a transient, short of every battery the regulator is built for (one a little off the identified models is
-    // no shortfall); once those have the battery there, short of them.
-    const last = this.history.at(-1);
-    const settled = !last || askedAt >= last.ackAt + Math.max(...this.identifier.consistent().map(settleMs));
-    const models = settled ? this.identifier.consistent() : this.identifier.models;
+    // Short of every plant the readings allow, during a transient too (every plant the regulator is built for would
+    // see it only once the slowest, 4 s and 5 s, had settled: a derated battery was found 12 s into a kettle's step,
+    // after the setpoint had wound up). A battery a little off the identified ones is within the margin.
+    const models = this.identifier.consistent();
     const direction = Math.sign(setpoint);
     // 6000 was taken between the ask and the answer; the models show it as the meter will, up to its delay later.
     const [low, high] = this.modelInterval(askedAt, models);
@@ -391,7 +411,8 @@ export class Regulator {
     this.pending = undefined;
     this.acknowledged = value;
     // A setpoint within what the battery delivered can be followed: the shortfall no longer holds.
-    if (this.delivered && value * Math.sign(this.delivered.power) <= Math.abs(this.delivered.power)) this.delivered = undefined;
+    const short = this.delivered;
+    if (short && value * short.direction <= short.power * short.direction) this.delivered = undefined;
     // The same setpoint again (a repeat the device already has) changes nothing the models follow.
     if (this.history.length > 0 && value === before) return;
     this.identifier.moved(value - before, now);
@@ -438,19 +459,30 @@ export class Regulator {
     const [low, high] = this.batteryNow(now, battery);
     const decision = this.decider(grid, (low + high) / 2);
     if (!this.on) return decision('hold', 'disabled');
+    // A held meter's repeat is an old sample: taken with the battery's power now it would show a load that is none.
+    const repeat = this.settings.heldMeter === true && grid === this.lastGrid;
+    this.lastGrid = grid;
+    if (repeat) return decision('hold', this.pending ? 'in flight' : 'settling');
     if (this.screen(grid, now, [grid + low, grid + high])) return decision('hold', 'suspect');
     this.identify(grid, now);
     if (this.pending) return decision('hold', 'in flight');
     const want = this.wanted(grid, low, high);
     if (this.pulse) {
-      // A held pulse ends when the reading shows a new load; otherwise its follow-up is due by time.
+      // A held pulse ends when the reading shows a new load; otherwise its follow-up is due by time, above the floor
+      // this reading's load sets.
       if (!this.beyondBand(want, this.pulse.final)) {
+        this.pulse.floor = want.floor;
         const next = this.followUp(now);
         return next ? { ...next, grid, battery: decision('hold', 'settling').battery } : decision('hold', 'settling');
       }
-      // The device holds the pulse: the next setpoint moves from there.
+      // The move starts from what the pulse was heading to: from the pulse's own value, the edge nearest to it would
+      // overshoot while a slow battery is still answering.
+      const { final } = this.pulse;
       this.pulse = undefined;
-      return this.move(want, this.acknowledged, now, decision);
+      const moved = this.move(want, final, now, decision);
+      if (moved.action === 'set' || this.acknowledged === final) return moved;
+      this.pending = { value: final, decidedAt: now, steady: true };
+      return decision('set', 'load', final);
     }
     return this.move(want, this.acknowledged, now, decision);
   }
@@ -491,21 +523,23 @@ export class Regulator {
   }
 
   /** The setpoints the estimated load asks for, [low, high], within the grid-charging floor. */
-  private wanted(grid: number, low: number, high: number): { low: number; high: number; floored: boolean } {
+  private wanted(grid: number, low: number, high: number): Wanted {
     const { target, gridCharge } = this.settings;
     let wantLow = grid + low - target;
     let wantHigh = grid + high - target;
     let floored = false;
+    let floor = -Infinity;
     if (!gridCharge) {
       // Charging only by what the house would export: never below min(0, load), edge by edge, so that a charge
       // grows only by what the upper estimate of the load allows.
       const floorLow = Math.min(0, grid + low);
       const floorHigh = Math.min(0, grid + high);
       floored = wantHigh < floorHigh;
+      floor = floorHigh;
       wantLow = Math.max(wantLow, floorLow);
       wantHigh = Math.max(wantHigh, floorHigh);
     }
-    return { low: wantLow, high: wantHigh, floored };
+    return { low: wantLow, high: wantHigh, floored, floor };
   }
 
   /**
@@ -523,12 +557,7 @@ export class Regulator {
   }
 
   /** The decision on a reading with no pulse under way: a move (plain or with a pulse) when the load asks for it. */
-  private move(
-    want: { low: number; high: number; floored: boolean },
-    current: number | undefined,
-    now: number,
-    decision: ReturnType<Regulator['decider']>,
-  ): Decision {
+  private move(want: Wanted, current: number | undefined, now: number, decision: ReturnType<Regulator['decider']>): Decision {
     let reason: DecisionReason = current === undefined ? 'start' : want.floored ? 'grid charge' : 'load';
     if (current !== undefined && !this.beyondBand(want, current)) return this.boost(current, now, want, decision);
     const wanted = current === undefined ? (want.low + want.high) / 2 : want.low > current ? want.low : want.high;
@@ -538,10 +567,18 @@ export class Regulator {
     const next = limited.value;
     if (current !== undefined && next >= this.band(current)[0] && next <= this.band(current)[1]) return decision('hold', reason);
     this.followingUp = false;
+    // One move, one pulse: while the battery still answers a move that had its pulse, a trim or more of the same way gets
+    // none. A trim would get a pulse sized for all the way a slow battery still has to go (an overshoot); more of the
+    // same way is also what a battery falling short of its setpoint looks like until a read-back shows it (a wind-up).
+    const way = Math.sign(next - (current ?? next));
+    const lastAck = this.history.at(-1)?.ackAt ?? -Infinity;
+    const answering =
+      this.boosted !== 0 && (way === this.boosted || Math.abs(next - current!) < this.pulseMinW()) && now < lastAck + this.showsMs();
     // A stop at a SOC limit needs no haste; a ramp is followed step by step.
-    const plain = current === undefined || reason === 'soc' || this.delivered !== undefined || this.continuesRamp(next - current, now);
-    const overdrive = plain ? undefined : this.overdrive(next, now);
-    this.boosted = overdrive !== undefined;
+    const plain =
+      current === undefined || reason === 'soc' || this.delivered !== undefined || answering || this.continuesRamp(next - current, now);
+    const overdrive = plain ? undefined : this.overdrive(next, now, want.floor);
+    if (!answering) this.boosted = overdrive === undefined ? 0 : way;
     if (overdrive !== undefined) {
       this.pending = { value: overdrive, decidedAt: now, steady: false };
       return decision('set', 'overdrive', overdrive);
@@ -551,12 +588,12 @@ export class Regulator {
   }
 
   /** Inside the dead band: the readings may have shown the battery slower than the fastest plant of the start, then a pulse speeds it on. */
-  private boost(current: number, now: number, want: { low: number; high: number }, decision: ReturnType<Regulator['decider']>): Decision {
+  private boost(current: number, now: number, want: Wanted, decision: ReturnType<Regulator['decider']>): Decision {
     const last = this.history.at(-1);
     const ramp = last !== undefined && this.continuesRamp(current - this.valueBefore(1), last.startAt, 1);
-    const boost = this.boosted || ramp || this.delivered ? undefined : this.overdrive(current, now);
+    const boost = this.boosted !== 0 || ramp || this.delivered ? undefined : this.overdrive(current, now, want.floor);
     if (boost !== undefined) {
-      this.boosted = true;
+      this.boosted = Math.sign(boost - current);
       this.followingUp = false;
       this.pending = { value: boost, decidedAt: now, steady: false };
       return decision('set', 'overdrive', boost);
@@ -587,7 +624,7 @@ export class Regulator {
       ({ value, reason = 'load' } = this.limit(pulse.final));
       this.pulse = undefined;
       steady = true;
-    }
+    } else pulse.bound = (value - pulse.final) * pulse.direction;
     this.pending = { value, decidedAt: now, steady };
     // Its gap from the setpoint before shows the queue's pace only when it was asked for as that one was acknowledged.
     this.followingUp = now - this.lastAckAt <= AT_ONCE_MS;
@@ -604,9 +641,10 @@ export class Regulator {
     };
   }
 
-  /** A pulse's value within its bound: at most `bound` W past its final value. */
-  private bounded(value: number, pulse: { final: number; direction: number; bound: number }): number {
-    return (value - pulse.final) * pulse.direction > pulse.bound ? pulse.final + pulse.direction * pulse.bound : value;
+  /** A pulse's value within its bounds: at most `bound` W past its final value, and never below the grid-charging floor. */
+  private bounded(value: number, pulse: Pulse): number {
+    const within = (value - pulse.final) * pulse.direction > pulse.bound ? pulse.final + pulse.direction * pulse.bound : value;
+    return Math.max(within, pulse.floor);
   }
 
   /**
@@ -638,16 +676,19 @@ export class Regulator {
    * following setpoint can act (one slot later); undefined for a small move or where a pulse would gain little. The
    * pulse goes past `next` by at most the move itself (the battery's distance from `next`): at most twice the step.
    */
-  private overdrive(next: number, now: number): number | undefined {
+  private overdrive(next: number, now: number, floor: number): number | undefined {
     const deadBand = this.deadBand;
     const [low, high] = this.batteryInterval(now);
     const direction = Math.sign(next - (low + high) / 2);
     const distance = Math.min(Math.abs(next - low), Math.abs(next - high));
-    if (distance < Math.max(MIN_PULSE_W, PULSE_DEAD_BANDS * deadBand)) return undefined;
+    if (distance < this.pulseMinW()) return undefined;
     const step = this.pulseStep(next, direction, now, this.slotMs());
-    const pulse = { final: next, direction, bound: distance };
+    const pulse = { final: next, direction, bound: distance, floor };
     const value = this.limit(this.bounded(step.value, pulse)).value;
     if (step.reached || (value - next) * direction <= deadBand) return undefined;
+    // Each follow-up goes at most as far past the value as the setpoint before it: the pulse only shrinks (a zig-zag
+    // of follow-ups, as the models' answers differ from slot to slot, would be reversals).
+    pulse.bound = (value - next) * direction;
     this.pulse = pulse;
     return value;
   }
@@ -685,7 +726,7 @@ export class Regulator {
    * zig-zag behind it; a kettle is far larger than the trims before it.
    */
   private continuesRamp(move: number, at: number, skip = 0): boolean {
-    const showsMs = Math.max(...this.identifier.consistent().map((model) => model.delayMs + 2 * model.lagMs));
+    const showsMs = this.showsMs();
     let showing = 0;
     for (let back = skip; back < this.history.length; back++) {
       const step = this.history.at(-1 - back)!;
@@ -694,6 +735,16 @@ export class Regulator {
       showing += Math.abs(moved);
     }
     return move !== 0 && RAMP_RATIO * showing >= Math.abs(move);
+  }
+
+  /** How long a move takes to show (ms): its delay and two lags, under the slowest plant the readings allow. */
+  private showsMs(): number {
+    return Math.max(...this.identifier.consistent().map((model) => model.delayMs + 2 * model.lagMs));
+  }
+
+  /** The smallest move (W) worth a pulse. */
+  private pulseMinW(): number {
+    return Math.max(MIN_PULSE_W, PULSE_DEAD_BANDS * this.deadBand);
   }
 
   /** The longest gap seen from one setpoint's request to the next one's when sent at once. */

@@ -109,8 +109,13 @@ export class ZeroFeedInController {
     const slow = { ...config.regulator.slow };
     if (config.meterSource === 'device') slow.meterDelayS += DEVICE_METER_REFRESH_S;
     this.plant = 'apply' in steered ? steered : new DevicePlant(steered, config.regulator);
+    // The device's meter repeats its sample between refreshes: a repeat is no news.
+    const heldMeter = config.meterSource === 'device';
     const meterTimeoutMs = this.repeats ? REPEATS_MISSED * config.meterIntervalMs : config.regulator.meterTimeoutMs;
-    this.regulator = new Regulator({ ...config.regulator, slow, meterTimeoutMs, requestIntervalMs: this.plant.minIntervalMs }, now());
+    this.regulator = new Regulator(
+      { ...config.regulator, slow, meterTimeoutMs, requestIntervalMs: this.plant.minIntervalMs, heldMeter },
+      now(),
+    );
     this.modeNow = config.mode;
     this.regulator.setMaxDischarge(dischargeBound(config.mode, config.regulator.maxDischarge));
   }
