@@ -228,14 +228,17 @@ const oracle = (sim) => clamp(sim.houseLoad - sim.pvPower - TARGET_W);
 
 /**
  * An oracle that also knows the plant: it predicts the battery's power when its write takes effect (one dead time, 1 s,
- * later) and overdrives so the lag reaches the need within the next second (deadbeat), within the limits.
+ * later) and overdrives so the lag reaches the need within the next second (deadbeat), within the limits. `floored`:
+ * like the node with grid charging off, it never commands more charge than the house's surplus (no pulse below it).
  */
-function deadbeat(lagS) {
+function deadbeat(lagS, floored = false) {
   const a = Math.exp(-1 / lagS);
   let previous = 0;
   return (sim) => {
     const atEffect = previous + (sim.batteryPower - previous) * a;
-    previous = clamp((sim.houseLoad - sim.pvPower - TARGET_W - atEffect * a) / (1 - a));
+    const need = sim.houseLoad - sim.pvPower - TARGET_W;
+    previous = clamp((need - atEffect * a) / (1 - a));
+    if (floored) previous = Math.max(previous, clamp(Math.min(0, sim.houseLoad - sim.pvPower)));
     return previous;
   };
 }
@@ -465,6 +468,7 @@ async function main() {
     for (const lag of [LAG_S, 0.5, 5]) {
       rows.push(offlineRow(`oracle (knows the load, writes once a second), lag ${lag} s`, lag, oracle));
       rows.push(offlineRow(`oracle that also overdrives the lag (deadbeat), lag ${lag} s`, lag, deadbeat(lag)));
+      rows.push(offlineRow(`the same, no pulse below the grid-charging floor, lag ${lag} s`, lag, deadbeat(lag, true)));
     }
 
   const main = rows.filter((r) => r.lag === LAG_S);
