@@ -20,7 +20,7 @@ import {
   type ReadOptions,
   type SendOptions,
 } from './device-plant';
-import { SPLIT_DEFAULTS, splitGroup, type GroupUnit, type SplitMemory, type SplitOptions, type UnitReason } from './group-split';
+import { SPLIT_DEFAULTS, heading, splitGroup, type GroupUnit, type SplitMemory, type SplitOptions, type UnitReason } from './group-split';
 import type { RegulatorSettings } from './regulator';
 import { isLeftOut, unitHealth, type HealthOptions, type LeftOutReason, type UnitHealth } from './unit-health';
 
@@ -66,6 +66,8 @@ interface Unit {
   setpointW: number;
   since: number;
   delivered?: { watts: number; at: number };
+  /** The read before `delivered`: with it, where the unit's power is heading. */
+  before?: { watts: number; at: number };
   soc?: number;
   health?: UnitHealth;
   /** Its last request failed: out of the split until one succeeds (left out only after several). */
@@ -196,7 +198,7 @@ export class GroupPlant implements BatteryPlant {
         .map((u) =>
           u.plant.read(false).then(
             (reading) => {
-              if (reading.battery !== undefined) u.delivered = { watts: reading.battery, at: this.now() };
+              if (reading.battery !== undefined) this.delivered(u, reading.battery, this.now());
             },
             () => undefined,
           ),
@@ -272,7 +274,7 @@ export class GroupPlant implements BatteryPlant {
         const { reading } = result;
         if (i === 0) meter = reading.meter;
         if (reading.soc !== undefined) u.soc = reading.soc;
-        if (reading.battery !== undefined) u.delivered = { watts: reading.battery, at: now };
+        if (reading.battery !== undefined) this.delivered(u, reading.battery, now);
         this.observe(u, true, reading.battery);
       }
       if (isOut(u, now)) return;
@@ -332,6 +334,11 @@ export class GroupPlant implements BatteryPlant {
     return { at, handedBack: false, watts: this.units.reduce((sum, u) => sum + u.setpointW, 0) };
   }
 
+  private delivered(u: Unit, watts: number, at: number): void {
+    u.before = u.delivered;
+    u.delivered = { watts, at };
+  }
+
   /** The units as the split sees them now. */
   private splitUnits(now: number): GroupUnit[] {
     const { chargeSoc, dischargeSoc } = this.settings;
@@ -349,7 +356,13 @@ export class GroupPlant implements BatteryPlant {
         leftOut: isOut(u, now),
         setpointW: u.setpointW,
         // A reading shows a command only after the unit's response and its own age.
-        ...(fresh ? { deliveredW: fresh.watts, responseMs: now - fresh.at + SPLIT_DEFAULTS.responseMs } : {}),
+        ...(fresh
+          ? {
+              deliveredW: fresh.watts,
+              headingW: heading(u.before, fresh, u.setpointW, now),
+              responseMs: now - fresh.at + SPLIT_DEFAULTS.responseMs,
+            }
+          : {}),
       };
     });
   }
