@@ -17,8 +17,10 @@
 // The Node-RED runs (per-unit nodes and the group regulator, with two units and with three, and the switched-off run)
 // run side by side in one Node-RED, each its own house and simulators, so the whole takes about --seconds once.
 // The switched-off run: the group regulator on two units under a steady 700 W; half way the fuller unit is switched
-// off (its simulator stops its battery and answers nothing); it prints when the unit was left out and when the grid
-// was back within the node's dead band (±20 W).
+// off (its simulator stops its battery and answers nothing); it prints when the unit was left out, when the other
+// unit was first commanded to carry power and when the grid was back within the node's dead band (±20 W), beside
+// the group oracle with the same event (it knows the plant, so it leaves the unit out at once): what the other unit's
+// dead time, lag and limit allow at best.
 // The oracle runs in simulated time and knows the plant (each unit's dead time, lag and power at every moment, its
 // self-use) but the house only from the meter's readings (the same ones, once a second): the need is the reading plus
 // the units' power when it was taken. At each reading it splits the need (telling splitGroup each unit's power as it
@@ -251,13 +253,15 @@ function groupSplit() {
   };
 }
 
-function oracleRun(seconds, split, scenario = HOUSE, sampleMs = SAMPLE_MS) {
+/** `offAtS`: the first unit is switched off then, and the oracle, knowing the plant, leaves it out at once. */
+function oracleRun(seconds, split, scenario = HOUSE, sampleMs = SAMPLE_MS, offAtS = undefined) {
   const { house, sims } = plant(false, scenario);
   const dt = 0.05;
   const history = [];
   const writes = sims.map(() => []);
   const last = sims.map(() => 0);
-  const record = { samples: [], writes: sims.map(() => 0) };
+  const record = { samples: [], writes: sims.map(() => 0), readings: [] };
+  const off = (i) => i === 0 && record.offAt !== undefined;
   const powerAt = (t) => [...history].reverse().find((h) => h.t <= t + 1e-9)?.b ?? sims.map(() => 0);
   /** Unit i's power `horizonS` ahead (default its dead time), from the setpoints already sent (the plant's own model). */
   const ahead = (i, now, horizonS = UNITS[i].deadTimeS) => {
@@ -280,9 +284,14 @@ function oracleRun(seconds, split, scenario = HOUSE, sampleMs = SAMPLE_MS) {
   for (let k = 0; k * dt < seconds; k++) {
     house.run(dt);
     const now = house.simSeconds;
+    if (offAtS !== undefined && record.offAt === undefined && now >= offAtS) {
+      sims[0].switchOff();
+      record.offAt = now;
+    }
     history.push({ t: now, b: sims.map((sim) => sim.batteryPower) });
     if (history.length > 200) history.shift();
     for (const r of sims[0].takeMeterReadings()) {
+      record.readings.push({ t: r.sampledS, grid: r.grid });
       const need = r.grid + powerAt(r.sampledS).reduce((sum, b) => sum + b, 0) - TARGET_W;
       const units = sims.map((sim, i) => ({
         id: UNITS[i].key,
@@ -292,13 +301,15 @@ function oracleRun(seconds, split, scenario = HOUSE, sampleMs = SAMPLE_MS) {
         soc: sim.exactSoc,
         chargeSoc: 100,
         dischargeSoc: 10,
-        setpointW: last[i],
+        leftOut: off(i),
+        setpointW: off(i) ? 0 : last[i],
         // It knows the plant: each unit's power when the fastest unit could respond to a command sent now.
-        deliveredW: ahead(i, now, fastestS()),
+        deliveredW: off(i) ? 0 : ahead(i, now, fastestS()),
         responseMs: 0,
         settleMs: (UNITS[i].deadTimeS + 3 * UNITS[i].lagS) * 1000,
       }));
       split(Math.round(need), units, now * 1000).forEach((share, i) => {
+        if (off(i)) return;
         const a = Math.exp(-1 / UNITS[i].lagS);
         const overdriven = (share - ahead(i, now) * a) / (1 - a);
         const value =
@@ -392,7 +403,7 @@ async function main() {
   }
   UNITS = ALL_UNITS.slice(0, 2);
   const off = live.find((run) => run.row === 'off');
-  if (off) offReport(off);
+  if (off) offReport(off, settings.seconds);
   if (settings.long) longRun();
   for (const note of notes) console.log(`\nNote: ${note}`);
 }
@@ -425,23 +436,41 @@ function table(rows, seconds) {
     console.log(`\nGroup regulator's grid error: ${(errors.group / errors.oracle).toFixed(2)} × the group oracle's (wanted ≤ 1.5).`);
 }
 
-/** The run with a unit switched off: when it was left out, and when the grid came back within the dead band. */
-function offReport(run) {
-  const after = (t) => (x) => x.t >= t;
+/** When the grid came back within the dead band after the jump that followed `offAt` (s), from the meter's readings. */
+function backAt(readings, offAt) {
+  const after = readings.filter((r) => r.t >= offAt);
+  const jump = after.findIndex((r) => Math.abs(r.grid - TARGET_W) > DEAD_BAND_W);
+  return jump === -1 ? undefined : after.slice(jump).find((r) => Math.abs(r.grid - TARGET_W) <= DEAD_BAND_W)?.t;
+}
+
+/**
+ * The run with a unit switched off: when it was left out, and when the grid came back within the dead band, for the
+ * group regulator node and for the group oracle with the same event (it leaves the unit out at once).
+ */
+function offReport(run, seconds) {
+  const oracle = oracleRun(seconds, groupSplit(), OFF_HOUSE, SAMPLE_MS, run.offAtS);
   const leftOut = run.messages.find((m) => m.t >= run.offAt && m.payload.units?.[0]?.leftOut);
-  const readings = run.readings.filter(after(run.offAt));
-  const jump = readings.findIndex((r) => Math.abs(r.grid - TARGET_W) > DEAD_BAND_W);
-  const back = jump === -1 ? undefined : readings.slice(jump).find((r) => Math.abs(r.grid - TARGET_W) <= DEAD_BAND_W);
-  const figure = (t) => (t === undefined ? 'never' : `${(t - run.offAt).toFixed(1)} s`);
+  const figure = (t, from) => (t === undefined ? 'never' : `${(t - from).toFixed(1)} s`);
+  const intervals = (t, from) => (t === undefined ? '–' : `${Math.ceil(Math.max(0, t - from) / FEED.everyS)}`);
+  // When the other unit was first commanded to carry power after the switch-off.
+  const handedAt = (record) => record.samples.find((s) => s.t >= record.offAt && s.units[1].s !== 0)?.t;
   console.log(
-    `\nA unit switched off (group regulator node, Node-RED; ${OFF_HOUSE.baseLoadW} W ± ${OFF_HOUSE.noiseW} W, no PV): ` +
-      `${run.units[0].key} switched off at ${run.offAt.toFixed(1)} s; left out (${leftOut?.payload.units[0].leftOut ?? '–'}) after ${figure(leftOut?.t)}; ` +
-      `the grid back within ±${DEAD_BAND_W} W after ${figure(back?.t)}` +
-      (back && leftOut
-        ? ` (${Math.max(0, back.t - leftOut.t).toFixed(1)} s = ${Math.ceil(Math.max(0, back.t - leftOut.t) / FEED.everyS)} meter intervals after it was left out)`
-        : '') +
-      `; grid error over the run ${figures(run, run.samples.at(-1).t).errorWh} Wh.`,
+    `\nA unit switched off (${OFF_HOUSE.baseLoadW} W ± ${OFF_HOUSE.noiseW} W, no PV; ${run.units[0].key} switched off half way, ` +
+      `the ${run.units[1].key} unit takes over):\n`,
   );
+  console.log(
+    `| controller | left out after the switch-off | ${run.units[1].key} commanded after | grid back within ±${DEAD_BAND_W} W after (meter intervals) | grid error over the run (Wh) |`,
+  );
+  console.log('|---|---|---|---|---|');
+  const row = (label, record, out) => {
+    const back = backAt(record.readings, record.offAt);
+    console.log(
+      `| ${label} | ${out} | ${figure(handedAt(record), record.offAt)} | ${figure(back, record.offAt)} (${intervals(back, record.offAt)}) | ` +
+        `${figures(record, record.samples.at(-1).t).errorWh} |`,
+    );
+  };
+  row('group regulator (Node-RED)', run, `${figure(leftOut?.t, run.offAt)} (${leftOut?.payload.units[0].leftOut ?? '–'})`);
+  row('oracle, group split (knows the plant)', oracle, '0.0 s (at once)');
 }
 
 /** SOC of each unit and their spread every half hour through a long discharge and a long charge, for the oracles. */

@@ -2,6 +2,7 @@
 import should from 'should';
 import {
   SPLIT_DEFAULTS,
+  heading,
   splitGroup,
   type GroupSplit,
   type GroupUnit,
@@ -213,6 +214,26 @@ describe('group split', function () {
     // Not read: the settle time holds.
     splitGroup(-500, units(false), 3000, memory).setpoints.should.eql([-500, 0]);
     splitGroup(-500, units(false), 10000, memory).setpoints.should.eql([0, -500]);
+  });
+
+  it('a unit reversing itself frees the others as its reads’ trend crosses zero, not a read later', () => {
+    // The small unit charged and reverses itself (+800); read −500 a second ago and −131 now, 2.5 s after.
+    const memory = { units: { small: { chargeAt: 0 } } };
+    const reads = { before: { watts: -500, at: 1500 }, last: { watts: -131, at: 2500 } };
+    const headingW = heading(reads.before, reads.last, 800, 2500);
+    // Half a second on (the shortest dead time), on the line through the two reads: past zero, short of the setpoint.
+    headingW.should.be.approximately(-131 + 369 * 0.5, 1);
+    heading(reads.before, reads.last, 800, 5000).should.equal(800);
+    // No trend towards the setpoint, or reads too far apart: the last read.
+    heading({ watts: 0, at: 1500 }, reads.last, 800, 2500).should.equal(-131);
+    heading({ watts: -500, at: -2000 }, reads.last, 800, 2500).should.equal(-131);
+    const units = (extra: Partial<GroupUnit>) => [big(80), small(40, { setpointW: 800, deliveredW: -131, responseMs: 2000, ...extra })];
+    // Read still charging, no trend: the big unit waits.
+    splitGroup(1500, units({}), 2500, memory).setpoints.should.eql([0, 800]);
+    // Heading past zero when a command could act: the big one, the fullest, starts now.
+    const freed = splitGroup(1500, units({ headingW }), 2500, memory);
+    freed.setpoints[0].should.be.above(0);
+    freed.setpoints.every((s) => s >= 0).should.be.true();
   });
 
   it('refuses bad settings and units with a message that names the field', () => {

@@ -87,6 +87,18 @@ describe('localbattery-zero-feed-in node with several devices', function () {
     should(outputs.at(-1).payload.units[1]).containEql({ device: 'small', active: true, leftOut: false });
   });
 
+  it('hands a switched-off unit’s share to the other at its first failed request, before it is left out', async function () {
+    const { outputs } = await load({ baseLoadW: 400, noiseW: 0 });
+    await until(() => Math.abs(sims[0].meterPower) <= 30 && held(sims[0]) > 0, 20000, 'the big unit steering');
+    held(sims[1]).should.equal(0);
+    const before = outputs.length;
+    sims[0].switchOff();
+    await until(() => outputs.at(-1)?.payload.units[0].leftOut === 'unreachable', 20000, 'the big unit left out');
+    // Decisions between the switch-off and the leave-out: the small unit already carries the load.
+    const early = outputs.slice(before).filter((msg) => msg.payload.units[0].leftOut === false && msg.payload.units[1].setpoint > 0);
+    early.length.should.be.above(0);
+  });
+
   it('refuses a device given twice, naming the field', async function () {
     sims = [new DeviceSimulator({ port: 0, udpPort: null, password: PASSWORD })];
     await sims[0].start();

@@ -5,7 +5,9 @@
  * through that unit's own DevicePlant (its RealTimeController and its own queue), all units in parallel. Each unit's
  * battery power and SOC (6000, 6002) are read from it and fed to unitHealth (src/control/unit-health.ts): a unit that
  * is unreachable or far short of its share is left out for a while and the total is split again over the others at
- * once. Left out, a unit is not steered: its power counts as load, as the meter sees it.
+ * once. A unit whose last request failed is out of the split already (until one succeeds): a unit switched off hands
+ * its share over at its first failed request, not three later. Out, a unit is not steered: its power counts as load,
+ * as the meter sees it.
  */
 import type { ClientSession } from '../device/client';
 import { pointByName, type PowerLimits } from '../points/catalogue';
@@ -18,7 +20,7 @@ import {
   type ReadOptions,
   type SendOptions,
 } from './device-plant';
-import { SPLIT_DEFAULTS, splitGroup, type GroupUnit, type SplitMemory, type SplitOptions, type UnitReason } from './group-split';
+import { SPLIT_DEFAULTS, heading, splitGroup, type GroupUnit, type SplitMemory, type SplitOptions, type UnitReason } from './group-split';
 import type { RegulatorSettings } from './regulator';
 import { isLeftOut, unitHealth, type HealthOptions, type LeftOutReason, type UnitHealth } from './unit-health';
 
@@ -64,8 +66,12 @@ interface Unit {
   setpointW: number;
   since: number;
   delivered?: { watts: number; at: number };
+  /** The read before `delivered`: with it, where the unit's power is heading. */
+  before?: { watts: number; at: number };
   soc?: number;
   health?: UnitHealth;
+  /** Its last request failed: out of the split until one succeeds (left out only after several). */
+  failing?: boolean;
   reason: UnitReason;
 }
 
@@ -73,6 +79,11 @@ const RATED_CAPACITY = pointByName('ratedCapacity')!.address;
 /** A unit's capacity when neither given nor read (Wh): the units then weigh alike. */
 const UNKNOWN_CAPACITY_WH = 2000;
 const capacityOf = (u: Unit) => u.capacityWh ?? UNKNOWN_CAPACITY_WH;
+/**
+ * Out of the split: left out, or its last request failed. A failed request is immediate evidence (a unit switched off
+ * answers nothing): its share goes to the others at once, not only once unitHealth leaves it out.
+ */
+const isOut = (u: Unit, now: number) => u.failing === true || isLeftOut(u.health, now);
 
 /** A reading older than this does not tell the split whether a unit still moves (ms). */
 const FRESH_MS = 10000;
@@ -169,7 +180,7 @@ export class GroupPlant implements BatteryPlant {
     if (sent.length > 0 && failed.length === sent.length) throw (failed[0] as { error: unknown }).error;
     const superseded = sent.some((o) => 'superseded' in o && o.superseded);
     if (split.reasons.includes('reversal')) this.watchReversal();
-    return { superseded, watts: this.units.reduce((sum, u) => sum + (isLeftOut(u.health, this.now()) ? 0 : u.setpointW), 0) };
+    return { superseded, watts: this.units.reduce((sum, u) => sum + (isOut(u, this.now()) ? 0 : u.setpointW), 0) };
   }
 
   /**
@@ -187,7 +198,7 @@ export class GroupPlant implements BatteryPlant {
         .map((u) =>
           u.plant.read(false).then(
             (reading) => {
-              if (reading.battery !== undefined) u.delivered = { watts: reading.battery, at: this.now() };
+              if (reading.battery !== undefined) this.delivered(u, reading.battery, this.now());
             },
             () => undefined,
           ),
@@ -217,6 +228,8 @@ export class GroupPlant implements BatteryPlant {
     try {
       const outcome = await u.plant.apply(share, options);
       if (!outcome.superseded) this.acknowledged(u, outcome.watts, this.now());
+      // Answered again: back in the split.
+      if (u.failing) this.observe(u, true);
       return outcome;
     } catch (error) {
       this.observe(u, false);
@@ -261,10 +274,10 @@ export class GroupPlant implements BatteryPlant {
         const { reading } = result;
         if (i === 0) meter = reading.meter;
         if (reading.soc !== undefined) u.soc = reading.soc;
-        if (reading.battery !== undefined) u.delivered = { watts: reading.battery, at: now };
+        if (reading.battery !== undefined) this.delivered(u, reading.battery, now);
         this.observe(u, true, reading.battery);
       }
-      if (isLeftOut(u.health, now)) return;
+      if (isOut(u, now)) return;
       // A steered unit not read: the group's power is not known.
       if (battery !== undefined)
         battery = 'error' in result || result.reading.battery === undefined ? undefined : battery + result.reading.battery;
@@ -277,16 +290,17 @@ export class GroupPlant implements BatteryPlant {
     return { battery, soc: capacityWh > 0 ? socWh / capacityWh : undefined, meter };
   }
 
-  /** A unit's health after a request; left out or back, the last total is split again over the units now steered. */
+  /** A unit's health after a request; out or back, the last total is split again over the units now steered. */
   private observe(u: Unit, reachable: boolean, deliveredW?: number): void {
     const now = this.now();
-    const was = isLeftOut(u.health, now);
+    const was = isOut(u, now);
+    u.failing = !reachable;
     u.health = unitHealth(
       u.health,
       { nowMs: now, reachable, commandedW: u.setpointW, commandedSinceMs: u.since, deliveredW, settleMs: SPLIT_DEFAULTS.settleMs },
       this.options.health,
     );
-    if (isLeftOut(u.health, now) === was) return;
+    if (isOut(u, now) === was) return;
     if (!was) u.reason = 'left out';
     this.options.changed?.();
     if (this.total !== undefined)
@@ -320,6 +334,11 @@ export class GroupPlant implements BatteryPlant {
     return { at, handedBack: false, watts: this.units.reduce((sum, u) => sum + u.setpointW, 0) };
   }
 
+  private delivered(u: Unit, watts: number, at: number): void {
+    u.before = u.delivered;
+    u.delivered = { watts, at };
+  }
+
   /** The units as the split sees them now. */
   private splitUnits(now: number): GroupUnit[] {
     const { chargeSoc, dischargeSoc } = this.settings;
@@ -334,10 +353,16 @@ export class GroupPlant implements BatteryPlant {
         soc: u.soc ?? (chargeSoc + dischargeSoc) / 2,
         chargeSoc,
         dischargeSoc,
-        leftOut: isLeftOut(u.health, now),
+        leftOut: isOut(u, now),
         setpointW: u.setpointW,
         // A reading shows a command only after the unit's response and its own age.
-        ...(fresh ? { deliveredW: fresh.watts, responseMs: now - fresh.at + SPLIT_DEFAULTS.responseMs } : {}),
+        ...(fresh
+          ? {
+              deliveredW: fresh.watts,
+              headingW: heading(u.before, fresh, u.setpointW, now),
+              responseMs: now - fresh.at + SPLIT_DEFAULTS.responseMs,
+            }
+          : {}),
       };
     });
   }

@@ -4,7 +4,8 @@
  * unit's setpoint. What owners of several units ask for (field notes, "Several batteries"), and how:
  *
  * - No cross-charging. All setpoints of a decision share one direction, and a unit may be commanded one way only
- *   when no other unit may still be moving the other way: read so, or commanded so within the time a reading takes
+ *   when no other unit may still be moving the other way: read so (or heading so when a command sent now could act
+ *   at the earliest, by the trend of its reads), or commanded so within the time a reading takes
  *   to show a command (its response time), or, when its power is not read, within its settle time (dead time and
  *   lag). A reversal therefore puts the units that moved the old way to standby first and starts the new way once
  *   they have stopped; when only one unit moved, that unit reverses at once (it cannot charge from itself) and the
@@ -47,6 +48,11 @@ export interface GroupUnit {
   settleMs?: number;
   /** With `deliveredW`: how long a reading may not yet show a command (dead time and the reading's age), ms. */
   responseMs?: number;
+  /**
+   * With `deliveredW`: its power when a command sent now could act at the earliest, from the trend of its reads
+   * (heading(); W, signed like 6000). A unit that reverses itself frees the others as it crosses zero, not a read later.
+   */
+  headingW?: number;
 }
 
 export interface SplitOptions {
@@ -121,10 +127,35 @@ function check(units: readonly GroupUnit[], options: SplitOptions): void {
  */
 function mayMove(u: GroupUnit, way: Direction, memory: SplitMemory, nowMs: number, options: SplitOptions): boolean {
   if (Math.sign(u.setpointW) === way) return true;
-  if (u.deliveredW !== undefined && u.deliveredW * way > options.idleW) return true;
+  const power = u.headingW ?? u.deliveredW;
+  if (power !== undefined && power * way > options.idleW) return true;
   const at = memory.units[u.id]?.[way === 1 ? 'dischargeAt' : 'chargeAt'];
   const wait = u.deliveredW !== undefined ? (u.responseMs ?? options.responseMs) : (u.settleMs ?? options.settleMs);
   return at !== undefined && nowMs - at < wait;
+}
+
+/** Two reads this far apart at most show where a unit's power is heading (ms). */
+const TREND_MS = 2500;
+/** The shortest dead time of a unit (the device's specification: 0.5 to about 2 s), ms. */
+const SOONEST_MS = 500;
+
+/**
+ * A unit's power when a command sent at `nowMs` could act at the earliest (SOONEST_MS later): its last read carried
+ * on along the line from the read before, towards its setpoint and not past it (a lag does not overshoot); the last
+ * read where the two show no move towards the setpoint or are too far apart. Reads as { watts, at } (ms).
+ */
+export function heading(
+  before: { watts: number; at: number } | undefined,
+  last: { watts: number; at: number },
+  setpointW: number,
+  nowMs: number,
+): number {
+  if (!before || last.at <= before.at || last.at - before.at > TREND_MS) return last.watts;
+  const slope = (last.watts - before.watts) / (last.at - before.at);
+  const toward = Math.sign(setpointW - last.watts);
+  if (toward === 0 || Math.sign(slope) !== toward) return last.watts;
+  const ahead = last.watts + slope * (nowMs - last.at + SOONEST_MS);
+  return toward > 0 ? Math.min(ahead, setpointW) : Math.max(ahead, setpointW);
 }
 
 /** SOC points the unit can still move `way`: above its discharge SOC, or below its charge SOC. */
