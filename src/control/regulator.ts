@@ -252,6 +252,11 @@ export class Regulator {
     return this.pending?.steady ? this.pending.value : this.stands;
   }
 
+  /** Whether the meter fell silent for the time-out, and no reading came since. */
+  get meterTimedOut(): boolean {
+    return this.timedOut;
+  }
+
   /** Whether this regulator has sent a setpoint since its start or the last hand-back. */
   get steering(): boolean {
     return this.acknowledged !== undefined || this.pending !== undefined;

@@ -104,7 +104,8 @@ function loopStatus(
 ): LoopStatus {
   const regulator = zero.regulator;
   if (!regulator.enabled) return { fill: 'grey', shape: 'ring', text: t('status.off') };
-  if (decision?.reason === 'meter timeout') return { fill: 'yellow', shape: 'ring', text: t('status.timeout') };
+  // Until a reading comes, whatever the device answered to the time-out's standby or hand-back.
+  if (decision?.reason === 'meter timeout' || regulator.meterTimedOut) return { fill: 'yellow', shape: 'ring', text: t('status.timeout') };
   // Nothing has happened yet: no reading, no setpoint.
   if (!regulator.steering && decision?.grid === undefined) {
     return { fill: 'grey', shape: 'ring', text: extra ? `${t('status.waiting')} · ${extra}` : t('status.waiting') };
