@@ -107,6 +107,46 @@ describe('zero feed-in controller (src/control/zero-feed-in.ts) against the simu
     should(simulator.stats.violations).be.empty();
   });
 
+  it('reads battery power (6000) in the slot after an overdrive ends, though every reading moves', async () => {
+    // Kettle-sized steps every 9 s teach the battery and bring pulses; a ramp of 40 W a second between them makes every
+    // reading a move, so no reading that moved nothing leaves a slot for the read.
+    simulator = await startSimulator({ workingMode: 5, latencyMs: [80, 120], deadTimeS: 0.5, lagS: 1 });
+    const battery = pointByName('batteryPower')!.address;
+    const reads: number[] = [];
+    const { controller, decisions } = start({ onStop: 'keep' }, (session) => {
+      const read = session.read.bind(session);
+      session.read = (addresses, options) => {
+        if (addresses.includes(battery)) reads.push(performance.now());
+        return read(addresses, options);
+      };
+    });
+    const ends: number[] = [];
+    const followUp = controller.regulator.followUp.bind(controller.regulator);
+    let pulsing = false;
+    controller.regulator.followUp = (now) => {
+      const next = followUp(now);
+      // The last follow-up of a pulse has been acknowledged: the pulse ended.
+      if (pulsing && next === undefined && !controller.regulator.inFlight) {
+        pulsing = false;
+        ends.push(performance.now());
+      }
+      return next;
+    };
+    const seen = { decisions: 0 };
+    const begun = performance.now();
+    feeding = setInterval(() => {
+      const s = (performance.now() - begun) / 1000;
+      const kettle = Math.floor(s / 9) % 2 === 1 ? 2000 : 0;
+      controller.reading(simulator.meterPower + kettle + 40 * (s % 9));
+      if (decisions.slice(seen.decisions).some((d) => d.reason === 'overdrive')) pulsing = true;
+      seen.decisions = decisions.length;
+    }, 1000);
+    await until(() => ends.length >= 2, 40000, 'two pulses ended');
+    for (const end of ends)
+      should(reads.some((at) => at >= end && at - end < 1500)).be.true(`a read of 6000 within 1.5 s of ${Math.round(end - begun)} ms`);
+    should(simulator.stats.violations).be.empty();
+  });
+
   it('closing with keep while nothing was steered writes nothing; after steering it leaves a steady setpoint', async () => {
     simulator = await startSimulator({ workingMode: 5 });
     const first = start({ onStop: 'keep' });

@@ -58,6 +58,8 @@ const STATE_READ_MS = 30000;
 const STEERING_READ_MS = 3000;
 /** ...until it is this late (the loop moves at every reading, as when it winds up): then it goes and waits its turn. */
 const STEERING_READ_LATE_MS = 2 * STEERING_READ_MS;
+/** A read of 6000 after an overdrive ended, unless one was asked this recently. */
+const PULSE_READ_GAP_MS = 1000;
 /** How often the timer looks whether a read of 6000 is due (not steering) or late (steering). */
 const POLL_MS = 1000;
 /** The device's own meter refreshes this often (BK1600 Ultra, EMS V2.00.02): its reading may be this much older. */
@@ -345,15 +347,18 @@ export class ZeroFeedInController {
       this.followUp();
       return false;
     }
-    this.followUp();
+    // An overdrive ended on its needed setpoint: the battery is answering now, and a read shows one that falls short
+    // before the next moves wind the setpoint up (a loop that moves at every reading leaves no slot after a hold).
+    if (!this.followUp() && urgent) this.readAfterPulse();
     return true;
   }
 
-  /** An overdrive's next setpoint, at once after the last one's answer. */
-  private followUp(): void {
-    if (this.closed || this.handing) return;
+  /** An overdrive's next setpoint, at once after the last one's answer; whether there was one. */
+  private followUp(): boolean {
+    if (this.closed || this.handing) return false;
     const next = this.regulator.followUp(this.now());
     if (next) this.act(next, true);
+    return next !== undefined;
   }
 
   /**
@@ -478,6 +483,11 @@ export class ZeroFeedInController {
   private readAfterHold(decision: Decision): void {
     if (this.config.meterSource !== 'message' || decision.action !== 'hold' || !this.regulator.steering || this.regulator.moving) return;
     if (this.now() - this.stateReadAt >= STEERING_READ_MS) this.readState(true);
+  }
+
+  private readAfterPulse(): void {
+    if (this.config.meterSource !== 'message' || !this.regulator.steering) return;
+    if (this.now() - this.stateReadAt >= PULSE_READ_GAP_MS) this.readState(false);
   }
 
   private readState(yields: boolean): void {
