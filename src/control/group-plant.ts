@@ -354,9 +354,13 @@ export class GroupPlant implements BatteryPlant {
     u.delivered = { watts, at };
   }
 
-  /** The units as the split sees them now. */
+  /**
+   * The units as the split sees them now. A charge told its own SOC (the charge mode's) fills each unit up to it: a
+   * unit there gets no share (each device stops there by itself), the others take it.
+   */
   private splitUnits(now: number): GroupUnit[] {
-    const { chargeSoc, dischargeSoc } = this.settings;
+    const { dischargeSoc } = this.settings;
+    const chargeSoc = this.total !== undefined && this.total < 0 && this.totalSoc !== undefined ? this.totalSoc : this.settings.chargeSoc;
     return this.units.map((u) => {
       const fresh = u.delivered && now - u.delivered.at < FRESH_MS ? u.delivered : undefined;
       return {
