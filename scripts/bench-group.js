@@ -33,8 +33,10 @@
 // (the rest is a reversal's lag); self-use of active units and their mean number; units commanded to move power at
 // low load (load − PV within ±800 W); the SOC spread at the start, half way and the end; writes per minute per unit;
 // each unit's largest setpoints against its class's limits. Prints
-// markdown; asserts nothing. Then, unless --long off, a long run of the two oracles in simulated time (3 h of discharge,
-// 3 h of charge) with both units' SOC and the spread every half hour. Needs `npm run build:test`.
+// markdown; asserts nothing. Then, unless --long off, the long runs in simulated time (3 h of discharge, 3 h of charge,
+// each from the starting SOCs): the two oracles and the group regulator itself (its controller, group plant and split,
+// as the node wires them, on a virtual clock against simulated units: test/group-long-run.ts), each unit's SOC and
+// the spread every half hour, grid error, self-use and writes. Needs `npm run build:test`.
 // Options: --seconds <n> (30 to 300), --only nodes,equal,group,regulator, --long on|off, --off on|off (the
 // switched-off run), --units 2|3|both (default both; a third unit: 2400 class at 60 %, dead time 2 s, lag 5 s).
 const path = require('node:path');
@@ -66,15 +68,16 @@ const HOUSE = {
 const FEED = { everyS: 1, startS: 0.5 };
 /** The switched-off run: 700 W ± 10 W and no PV, which the fuller unit carries alone and the other can take over. */
 const OFF_HOUSE = { seed: 27, baseLoadW: 700, noiseW: 10 };
-/** The long run (oracles only, simulated time): 700 W ± 10 W for 3 h with no sun (a cloud takes all the PV), then 2.6 kW of PV for 3 h. */
-const LONG_S = 6 * 3600;
-const LONG_HOUSE = {
-  seed: 26,
-  baseLoadW: 700,
-  noiseW: 10,
-  pvW: 2600,
-  events: [{ name: 'night', atS: 0, durationS: LONG_S / 2, cloud: 1, rampS: 1 }],
+/**
+ * The long runs (simulated time), each from the units' starting SOC: 3 h of 700 W ± 10 W with no PV (discharge), and
+ * 3 h of 600 W of surplus (700 W ± 10 W, 1.3 kW of PV: charge). The units convert at 94 % each way there.
+ */
+const LONG_S = 3 * 3600;
+const LONG_HOUSES = {
+  discharge: { seed: 26, baseLoadW: 700, noiseW: 10 },
+  charge: { seed: 28, baseLoadW: 700, noiseW: 10, pvW: 1300 },
 };
+const LONG_EFFICIENCY = 0.94;
 /** The units of the run: the first two, or all three with --units 3 (the third slow: dead time 2 s, lag 5 s). */
 const ALL_UNITS = [
   { key: 'big', model: '2000', initialSoc: 80, deadTimeS: 1, lagS: 1.5, maxChargeW: 2400, maxDischargeW: 2400 },
@@ -104,7 +107,7 @@ function options(argv) {
 }
 
 /** The house with both units in it; `live` units listen on a port, as devices. */
-function plant(live, scenario = HOUSE, units = UNITS) {
+function plant(live, scenario = HOUSE, units = UNITS, efficiency = 1) {
   const { DeviceSimulator, SharedHouse } = require(path.join(DIST, 'src'));
   const house = new SharedHouse({ house: scenario, timeScale: 0, meterFeed: FEED });
   const extra = live
@@ -120,6 +123,7 @@ function plant(live, scenario = HOUSE, units = UNITS) {
         initialSoc: u.initialSoc,
         deadTimeS: u.deadTimeS,
         lagS: u.lagS,
+        efficiency,
         serialNumber: `SIMGROUP000000${i + 1}`,
         ...extra,
       }),
@@ -254,13 +258,14 @@ function groupSplit() {
 }
 
 /** `offAtS`: the first unit is switched off then, and the oracle, knowing the plant, leaves it out at once. */
-function oracleRun(seconds, split, scenario = HOUSE, sampleMs = SAMPLE_MS, offAtS = undefined) {
-  const { house, sims } = plant(false, scenario);
+function oracleRun(seconds, split, scenario = HOUSE, sampleMs = SAMPLE_MS, offAtS = undefined, efficiency = 1) {
+  const { house, sims } = plant(false, scenario, UNITS, efficiency);
   const dt = 0.05;
   const history = [];
   const writes = sims.map(() => []);
   const last = sims.map(() => 0);
-  const record = { samples: [], writes: sims.map(() => 0), readings: [] };
+  // errorWh: ∫|grid − target| dt at every step (the long runs' samples are too far apart for figures()).
+  const record = { samples: [], writes: sims.map(() => 0), readings: [], errorWh: 0 };
   const off = (i) => i === 0 && record.offAt !== undefined;
   const powerAt = (t) => [...history].reverse().find((h) => h.t <= t + 1e-9)?.b ?? sims.map(() => 0);
   /** Unit i's power `horizonS` ahead (default its dead time), from the setpoints already sent (the plant's own model). */
@@ -283,6 +288,7 @@ function oracleRun(seconds, split, scenario = HOUSE, sampleMs = SAMPLE_MS, offAt
   };
   for (let k = 0; k * dt < seconds; k++) {
     house.run(dt);
+    record.errorWh += (Math.abs(house.gridW - TARGET_W) * dt) / 3600;
     const now = house.simSeconds;
     if (offAtS !== undefined && record.offAt === undefined && now >= offAtS) {
       sims[0].switchOff();
@@ -404,7 +410,7 @@ async function main() {
   UNITS = ALL_UNITS.slice(0, 2);
   const off = live.find((run) => run.row === 'off');
   if (off) offReport(off, settings.seconds);
-  if (settings.long) longRun();
+  if (settings.long) for (const n of sets) await longRun(ALL_UNITS.slice(0, n));
   for (const note of notes) console.log(`\nNote: ${note}`);
 }
 
@@ -473,29 +479,44 @@ function offReport(run, seconds) {
   row('oracle, group split (knows the plant)', oracle, '0.0 s (at once)');
 }
 
-/** SOC of each unit and their spread every half hour through a long discharge and a long charge, for the oracles. */
-function longRun() {
-  const runs = [
-    { label: 'equal split', record: oracleRun(LONG_S, (total, units) => equalSplit(total, units), LONG_HOUSE, 60000) },
-    { label: 'group split', record: oracleRun(LONG_S, groupSplit(), LONG_HOUSE, 60000) },
-  ];
-  console.log(
-    `\nLong run, oracles in simulated time: 3 h of 700 W with no PV (discharge), then 3 h of 2.6 kW PV (charge). ` +
-      `SOC ${UNITS.map((u) => u.key).join(' / ')} and spread (points), every 30 min:\n`,
-  );
+/**
+ * SOC of each unit and their spread every half hour through a long discharge and a long charge: the oracles, and the
+ * group regulator (controller, group plant and split as the node wires them) in simulated time (test/group-long-run.ts).
+ */
+async function longRun(units) {
+  const { groupLongRun } = require(path.join(DIST, 'test', 'group-long-run.js'));
+  UNITS = units;
   const times = Array.from({ length: LONG_S / 1800 + 1 }, (_, i) => i * 1800);
-  console.log(`| controller | ${times.map((t) => `${t / 3600} h`).join(' | ')} | moved between units (Wh; share) | self-use (Wh) |`);
-  console.log(`|---|${times.map(() => '---').join('|')}|---|---|`);
-  for (const { label, record } of runs) {
-    const cells = times.map((t) => {
-      const s = record.samples.find((x) => x.t >= t - 30) ?? record.samples.at(-1);
-      const socs = s.units.map((u) => u.soc);
-      return `${socs.map((x) => x.toFixed(0)).join(' / ')} (${(Math.max(...socs) - Math.min(...socs)).toFixed(0)})`;
-    });
-    const { movedWh, groupWh, selfUseWh } = record.house;
+  for (const [name, scenario] of Object.entries(LONG_HOUSES)) {
+    const net = scenario.baseLoadW - (scenario.pvW ?? 0);
     console.log(
-      `| ${label} | ${cells.join(' | ')} | ${movedWh.toFixed(2)} (${((100 * movedWh) / groupWh).toFixed(2)} %) | ${selfUseWh.toFixed(0)} |`,
+      `\nLong ${name} in simulated time: ${LONG_S / 3600} h of ${Math.abs(net)} W ${net > 0 ? 'load, no PV' : 'of PV surplus'}, ` +
+        `units converting at ${LONG_EFFICIENCY * 100} % each way; SOC ${UNITS.map((u) => u.key).join(' / ')} and spread (points), every 30 min:\n`,
     );
+    console.log(
+      `| controller | ${times.map((t) => `${t / 3600} h`).join(' | ')} | grid error (Wh) | moved between units (Wh; share) | self-use (Wh) | writes per hour |`,
+    );
+    console.log(`|---|${times.map(() => '---').join('|')}|---|---|---|---|`);
+    const regulator = await groupLongRun({ units, house: scenario, seconds: LONG_S, sampleS: 60, efficiency: LONG_EFFICIENCY });
+    const rows = [
+      ['oracle, equal split', oracleRun(LONG_S, (total, us) => equalSplit(total, us), scenario, 60000, undefined, LONG_EFFICIENCY)],
+      ['oracle, group split', oracleRun(LONG_S, groupSplit(), scenario, 60000, undefined, LONG_EFFICIENCY)],
+      ['group regulator (simulated time)', { ...regulator, house: regulator }],
+    ];
+    for (const [label, record] of rows) {
+      const cells = times.map((t) => {
+        const s = record.samples.find((x) => x.t >= t - 30) ?? record.samples.at(-1);
+        const socs = s.units.map((u) => u.soc);
+        return `${socs.map((x) => x.toFixed(0)).join(' / ')} (${(Math.max(...socs) - Math.min(...socs)).toFixed(0)})`;
+      });
+      const { movedWh, groupWh, selfUseWh } = record.house;
+      const writes = record.writes.map((w) => (w / (LONG_S / 3600)).toFixed(0)).join(' · ');
+      console.log(
+        `| ${label} | ${cells.join(' | ')} | ${record.errorWh.toFixed(1)} | ${movedWh.toFixed(2)} (${((100 * movedWh) / groupWh).toFixed(2)} %) | ` +
+          `${selfUseWh.toFixed(0)} | ${writes} |`,
+      );
+    }
+    if (regulator.failures.length > 0) console.log(`\nGroup regulator's failures: ${regulator.failures.map(String).join('; ')}`);
   }
 }
 

@@ -161,4 +161,21 @@ describe('simulator: several batteries behind one meter', function () {
       ]);
     a.takeMeterReadings().should.eql([]);
   });
+
+  it('a unit with an efficiency stores less than it takes when charging and gives less than it draws when discharging', () => {
+    const shared = house({ selfUseW: 0 });
+    const lossy = unit(shared, { capacityKwh: 1, initialSoc: 50, efficiency: 0.9 });
+    const lossless = unit(shared, { capacityKwh: 1, initialSoc: 50, serialNumber: 'SIM0000000000002' });
+    setpoint(lossy, -1000);
+    setpoint(lossless, -1000);
+    lossy.tick(36);
+    // 10 Wh into 1 kWh: 1 point lossless, 0.9 point at 90 %.
+    (lossless.exactSoc - 50).should.be.approximately(1, 1e-6);
+    (lossy.exactSoc - 50).should.be.approximately(0.9, 1e-6);
+    setpoint(lossy, 1000);
+    const before = lossy.exactSoc;
+    lossy.tick(36);
+    (before - lossy.exactSoc).should.be.approximately(1 / 0.9, 1e-6);
+    (() => unit(house(), { efficiency: 0 })).should.throw(/efficiency must be in \(0, 1\]/);
+  });
 });

@@ -28,7 +28,8 @@ import { isLeftOut, unitHealth, type HealthOptions, type LeftOutReason, type Uni
 export interface GroupMember {
   /** Its name in messages and the status (the device configuration's name or host). */
   id: string;
-  session: ClientSession;
+  /** The device's session (its DevicePlant is made here), or one unit's own plant (a simulated unit in simulated time). */
+  session: ClientSession | BatteryPlant;
   /** Wh; unknown: read from the device (142, rated capacity) at the start. */
   capacityWh?: number;
 }
@@ -61,7 +62,7 @@ export interface GroupPlantOptions {
 interface Unit {
   member: GroupMember;
   capacityWh?: number;
-  plant: DevicePlant;
+  plant: BatteryPlant;
   /** Acknowledged setpoint, since when (ms). */
   setpointW: number;
   since: number;
@@ -111,7 +112,7 @@ export class GroupPlant implements BatteryPlant {
     this.units = members.map((member) => ({
       member,
       capacityWh: member.capacityWh,
-      plant: new DevicePlant(member.session, settings),
+      plant: 'apply' in member.session ? member.session : new DevicePlant(member.session, settings),
       setpointW: 0,
       since: -Infinity,
       reason: 'standby',
@@ -148,8 +149,9 @@ export class GroupPlant implements BatteryPlant {
 
   /** The rated capacity where it was not given: the balance by SOC weighs each unit by its energy. */
   private async learnCapacity(u: Unit): Promise<void> {
-    if (u.capacityWh !== undefined) return;
-    const kwh = await u.member.session.read([RATED_CAPACITY]).then(
+    const { session } = u.member;
+    if (u.capacityWh !== undefined || 'apply' in session) return;
+    const kwh = await session.read([RATED_CAPACITY]).then(
       ({ values }) => values.get(RATED_CAPACITY),
       () => undefined,
     );
@@ -287,7 +289,20 @@ export class GroupPlant implements BatteryPlant {
       }
     });
     if (results.every((r) => 'error' in r)) throw (results[0] as { error: unknown }).error;
+    this.rebalance(now);
     return { battery, soc: capacityWh > 0 ? socWh / capacityWh : undefined, meter };
+  }
+
+  /**
+   * The SOCs moved on: where a split of the last total now runs other units (an idle unit passed the active one by the
+   * rotate margin, or one reached its SOC limit), it is sent again. Otherwise the balance waits for the regulator's
+   * next move, which a steady load may not bring for hours: the active unit went on past the others.
+   */
+  private rebalance(now: number): void {
+    if (this.total === undefined || this.watch || this.closed) return;
+    const split = splitGroup(this.total, this.splitUnits(now), now, this.memory, this.options.split);
+    const moved = this.units.some((u, i) => !isOut(u, now) && Math.sign(split.setpoints[i]!) !== Math.sign(u.setpointW));
+    if (moved) void this.apply(this.total, { urgent: false, soc: this.totalSoc, onStart: () => undefined }).catch(() => undefined);
   }
 
   /** A unit's health after a request; out or back, the last total is split again over the units now steered. */
@@ -339,9 +354,13 @@ export class GroupPlant implements BatteryPlant {
     u.delivered = { watts, at };
   }
 
-  /** The units as the split sees them now. */
+  /**
+   * The units as the split sees them now. A charge told its own SOC (the charge mode's) fills each unit up to it: a
+   * unit there gets no share (each device stops there by itself), the others take it.
+   */
   private splitUnits(now: number): GroupUnit[] {
-    const { chargeSoc, dischargeSoc } = this.settings;
+    const { dischargeSoc } = this.settings;
+    const chargeSoc = this.total !== undefined && this.total < 0 && this.totalSoc !== undefined ? this.totalSoc : this.settings.chargeSoc;
     return this.units.map((u) => {
       const fresh = u.delivered && now - u.delivered.at < FRESH_MS ? u.delivered : undefined;
       return {

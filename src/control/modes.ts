@@ -56,7 +56,8 @@ export interface FixedSetpoint {
 
 /**
  * The setpoint of charge or standby from the SOC (undefined: not known yet, then the device's own stop at the SOC
- * counts). `charging`: whether the battery was charging in this mode, for the resume margin after the SOC was reached.
+ * counts). `charging`: whether the mode charges towards its SOC (from the mode's start until the SOC is reached); false
+ * once it stood by at the SOC, when the resume margin holds.
  */
 export function fixedSetpoint(mode: 'charge' | 'standby', charge: ChargeMode, soc: number | undefined, charging: boolean): FixedSetpoint {
   if (mode === 'standby') return { watts: 0, reason: 'mode' };

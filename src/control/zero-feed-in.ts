@@ -90,9 +90,13 @@ export class ZeroFeedInController {
   private heard: { grid: number; at: number } | undefined;
   private takenAt = -Infinity;
   private modeNow: BatteryMode;
-  /** In charge or standby: the setpoint this controller last sent for the mode (a key), and whether it charged. */
+  /**
+   * In charge or standby: the setpoint this controller last sent for the mode (a key), and whether it charges towards
+   * the mode's SOC: from the mode's start (a charge ordered 2 % below its SOC charges) until it reached it; only then
+   * does the resume margin hold.
+   */
   private fixedSent: string | undefined;
-  private fixedCharging = false;
+  private fixedCharging = true;
   /** In charge or standby: the last grid reading, for the regulator's first decision when the mode ends. */
   private fixedReading: { grid: number; at: number } | undefined;
   /** Out of charge: grid charging goes back once the new mode decided (see setMode). */
@@ -120,6 +124,11 @@ export class ZeroFeedInController {
     );
     this.modeNow = config.mode;
     this.regulator.setMaxDischarge(dischargeBound(config.mode, config.regulator.maxDischarge));
+  }
+
+  /** What the charge mode charges with and up to. */
+  get chargeMode(): ChargeMode {
+    return this.config.charge;
   }
 
   /** The battery mode in force (src/control/modes.ts). */
@@ -214,7 +223,7 @@ export class ZeroFeedInController {
     const now = this.now();
     this.fixedSent = undefined;
     if (!regulated(this.modeNow)) {
-      this.fixedCharging = false;
+      this.fixedCharging = true;
       // The regulator's pulse ends here: the mode's own setpoint replaces it.
       this.regulator.exit(now, 'mode');
       return this.steerFixed(undefined, true);
@@ -265,7 +274,7 @@ export class ZeroFeedInController {
     }
     if (soc !== undefined) this.regulator.observeSoc(soc, this.now());
     if (!this.regulator.enabled || this.handing) return;
-    if (!regulated(this.modeNow)) return this.steerFixed(grid);
+    if (!regulated(this.modeNow)) return this.steerFixed(grid, false, battery);
     // While a write of this controller is on its way, what the queue knows may be that write.
     if (!this.regulator.inFlight) this.followOthers();
     this.takenAt = this.now();
@@ -407,7 +416,8 @@ export class ZeroFeedInController {
       const { battery, soc, meter } = await this.plant.read(withMeter, options);
       if (soc !== undefined) this.regulator.observeSoc(soc, this.now());
       // In charge, the SOC decides when it stops (with the device's meter, the reading below looks).
-      if (!withMeter && !regulated(this.modeNow) && this.regulator.enabled && !this.handing && !this.closed) this.steerFixed();
+      if (!withMeter && !regulated(this.modeNow) && this.regulator.enabled && !this.handing && !this.closed)
+        this.steerFixed(undefined, false, battery);
       // The meter may be up to its refresh older than 6000: the battery counts as a read-back, the models bridge the age.
       if (battery !== undefined) this.regulator.observeBattery(battery, this.now(), asked);
       if (withMeter && meter !== undefined) this.take(meter);
@@ -418,14 +428,20 @@ export class ZeroFeedInController {
 
   /**
    * Charge or standby: sends the mode's setpoint when it changed (the SOC reached, a new mode) and reports it, with
-   * `grid` where a reading came; `force`: report even without a reading (a new mode).
+   * `grid` where a reading came; `force`: report even without a reading (a new mode); `battery`: its power read with the SOC.
    */
-  private steerFixed(grid?: number, force = false): void {
+  private steerFixed(grid?: number, force = false, battery?: number): void {
     const mode = this.modeNow as 'charge' | 'standby';
     if (grid !== undefined) this.fixedReading = { grid, at: this.now() };
     const fixed = fixedSetpoint(mode, this.config.charge, this.regulator.soc, this.fixedCharging);
     const key = `${fixed.watts} ${fixed.soc ?? ''}`;
     const change = key !== this.fixedSent;
+    // At its SOC the device may have stopped by itself, short of the charge the regulator's models follow: they start
+    // again from the battery as read, or a later normal would wait seconds for a charge that ended (and steer wrong).
+    if (change && fixed.reason === 'soc' && battery !== undefined) {
+      this.regulator.handedBack();
+      this.regulator.observeBattery(battery, this.now());
+    }
     if (change || grid !== undefined || force) this.report(this.modeDecision(fixed.watts, grid, change ? 'set' : 'hold', fixed));
     if (!change) return this.restoreAfter();
     this.fixedSent = key;

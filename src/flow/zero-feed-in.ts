@@ -119,6 +119,8 @@ function loopStatus(
         : setpoint > 0
           ? t('status.discharge', { power: setpoint })
           : t('status.charge', { power: -setpoint });
+  // The charge mode stands by only at its SOC: the status says why.
+  if (zero.mode === 'charge' && setpoint === 0) text += ` · ${t('status.socReached', { soc: zero.chargeMode.soc })}`;
   if (decision?.grid !== undefined) {
     const grid = Math.round(decision.grid);
     text += t('status.grid', { grid: `${grid > 0 ? '+' : ''}${grid}` });

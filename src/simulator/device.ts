@@ -105,6 +105,11 @@ export interface PlantOptions {
   sharedHouse?: SharedHouse;
   /** W the unit draws from the house while active (default: the shared house's, 30; alone 0). */
   selfUseW?: number;
+  /**
+   * One-way efficiency between the AC side and the cells, 0 to 1 (default 1, lossless): a charge stores power ×
+   * efficiency, a discharge takes power ÷ efficiency from the cells (field notes: about 0.91 at 1000 W).
+   */
+  efficiency?: number;
 }
 
 /** A window in which the battery accepts any setpoint but delivers at most `maxW` either way (cold, SOC stop, a smaller unit). */
@@ -147,6 +152,7 @@ export class DeviceModel implements HouseUnit {
   /** The house, its meter and clock: shared with the other batteries behind the same meter, if any. */
   readonly house: SharedHouse;
   readonly selfUseW: number;
+  private readonly efficiency: number;
   private readonly deadTimeS: number;
   private readonly lagS: number;
   private readonly derating: readonly Derating[];
@@ -194,6 +200,8 @@ export class DeviceModel implements HouseUnit {
     this.firmware = options.firmware;
     this.house = options.sharedHouse ?? ownHouse(options);
     this.selfUseW = options.selfUseW ?? this.house.selfUseW;
+    this.efficiency = options.efficiency ?? 1;
+    if (!(this.efficiency > 0 && this.efficiency <= 1)) throw new RangeError('efficiency must be in (0, 1]');
     this.deadTimeS = options.deadTimeS ?? 0;
     this.lagS = options.lagS ?? 0;
     this.derating = options.derating ?? [];
@@ -375,7 +383,8 @@ export class DeviceModel implements HouseUnit {
     let power = this.lagS > 0 ? this.batteryPowerW + (target - this.batteryPowerW) * (1 - Math.exp(-dt / this.lagS)) : target;
     const capacityWh = this.capacityKwh * 1000;
     const before = this.socExact;
-    let after = before - ((power * dt) / 3600 / capacityWh) * 100;
+    const cells = power > 0 ? power / this.efficiency : power * this.efficiency;
+    let after = before - ((cells * dt) / 3600 / capacityWh) * 100;
     if (power < 0 && after >= ceiling) {
       after = Math.max(before, ceiling);
       power = 0; // reached the target: the battery stops

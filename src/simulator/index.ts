@@ -148,6 +148,7 @@ export class DeviceSimulator {
       meterFeed: options.meterFeed,
       sharedHouse: options.sharedHouse,
       selfUseW: options.selfUseW,
+      efficiency: options.efficiency,
     });
     this.http = new SimulatorHttp(
       {

@@ -1,0 +1,179 @@
+/**
+ * The charge mode reaching its SOC mid-run (src/control/modes.ts: from the grid at a set power up to a set SOC, then
+ * standby; grid charging on for the mode and back as it was after): the zero feed-in controller against the
+ * simulator, with one device and with a group of two (src/control/group-plant.ts), and the node in real Node-RED.
+ * The units are small (0.1 kWh: 1 % in 3.6 s at 1 kW) and start a few points below the mode's SOC, so the SOC is
+ * reached within seconds; every wait is for an event.
+ */
+import should from 'should';
+import { DeviceClient } from '../src/device/client';
+import { GroupPlant, type UnitReport } from '../src/control/group-plant';
+import { ZeroFeedInController } from '../src/control/zero-feed-in';
+import { CHARGE_RESUME_PCT } from '../src/control/modes';
+import type { Decision } from '../src/control/regulator';
+import { deviceLimits, zeroFeedInSettings } from '../src/editor/inputs';
+import { groupLimits } from '../src/flow/zero-feed-in';
+import { pointByName } from '../src/points/catalogue';
+import { SharedHouse, type DeviceSimulator, type SimulatorOptions } from '../src/simulator';
+import { PASSWORD, deviceConfig, helper, startUnits } from './support';
+import { lastStatus, until } from './node-support';
+import { nodes } from './zero-feed-in-support';
+import { held } from './setpoint';
+
+const GRID_CHARGING = pointByName('gridCharging')!.address;
+const GRID_CHARGING_SETTING = pointByName('gridChargingSetting')!.address;
+/** 2618 reads 1000 (off) and 1001 (on). */
+const OFF = 1000;
+const ON = 1001;
+const TARGET_SOC = 80;
+/** A small unit of the 2000 class, in real-time mode, its grid charging off as most owners leave it. */
+const UNIT: SimulatorOptions = { model: '2000', workingMode: 4, capacityKwh: 0.1, deadTimeS: 0.5, lagS: 1 };
+
+describe('charge mode reaching its SOC mid-run', function () {
+  this.timeout(60000);
+  let sims: DeviceSimulator[] = [];
+  let clients: DeviceClient[] = [];
+  /** What a test started and the next must not inherit: the meter's feed, the controller, the flow, the units. */
+  const running: { feeding?: NodeJS.Timeout; controller?: ZeroFeedInController } = {};
+
+  afterEach(async () => {
+    clearInterval(running.feeding);
+    await running.controller?.close();
+    delete running.controller;
+    await helper.unload();
+    for (const client of clients) client.close();
+    for (const sim of sims) await sim.stop();
+    [sims, clients] = [[], []];
+  });
+
+  /** Units at `socs` in one house (400 W of load, no PV), grid charging off on each. */
+  async function units(socs: number[]) {
+    const house = new SharedHouse({ timeScale: 1, house: { baseLoadW: 400, noiseW: 0 } });
+    sims = await startUnits(
+      house,
+      socs.map((initialSoc) => ({ ...UNIT, initialSoc })),
+    );
+    for (const sim of sims) sim.setData(GRID_CHARGING_SETTING, [0]);
+    return sims;
+  }
+
+  /** The controller in charge mode on one device or a group of all, the first unit's meter fed every 500 ms. */
+  function charge(power: number) {
+    clients = sims.map((sim) => new DeviceClient({ host: '127.0.0.1', port: sim.port, password: PASSWORD, timeoutMs: 3000 }));
+    const sessions = clients.map((client) => client.session());
+    const settings = { mode: 'charge', chargeModePower: power, chargeModeSoc: TARGET_SOC, onStop: 'standby' };
+    const config = zeroFeedInSettings(settings, sessions.length > 1 ? groupLimits(sessions) : deviceLimits({}));
+    const members = sessions.map((session, i) => ({ id: `unit${i + 1}`, session, capacityWh: 100 }));
+    const group = sessions.length > 1 ? new GroupPlant(members, config.regulator) : undefined;
+    const decisions: Decision[] = [];
+    const reports: UnitReport[][] = [];
+    const failures: unknown[] = [];
+    const controller = new ZeroFeedInController(group ?? sessions[0], config, {
+      decision: (decision) => {
+        decisions.push(decision);
+        if (group) reports.push(group.report());
+      },
+      changed: () => undefined,
+      failure: (error) => failures.push(error),
+      implausibleBattery: () => undefined,
+    });
+    controller.start();
+    running.controller = controller;
+    running.feeding = setInterval(() => controller.reading(sims[0].meterPower), 500);
+    return { controller, decisions, reports, failures };
+  }
+
+  const reachedSoc = (decisions: Decision[]) => decisions.some((d) => d.reason === 'soc' && d.setpoint === 0);
+
+  it('one device: charges at the set power until the SOC rises to the set SOC, then stands by; grid charging back off once the mode ends', async () => {
+    const [sim] = await units([TARGET_SOC - 2]);
+    const { controller, decisions, failures } = charge(1000);
+    await until(() => held(sim) === -1000, 5000, 'charging at 1000 W');
+    await until(() => sim.value(GRID_CHARGING) === ON, 5000, 'grid charging on for the mode');
+    should(sim.control).containEql({ soc: TARGET_SOC });
+    await until(() => sim.batteryPower < -900, 5000, 'the battery charging');
+    await until(() => reachedSoc(decisions), 20000, 'the decision at the SOC');
+    await until(() => held(sim) === 0, 3000, 'standby at the device');
+    // The device stopped at the SOC it was told, the controller read it there.
+    sim.exactSoc.should.be.within(TARGET_SOC - 0.5, TARGET_SOC + 0.01);
+    should(controller.regulator.soc).equal(TARGET_SOC);
+    controller.mode.should.equal('charge');
+    // In the mode at its SOC: standby with each reading, no charge while the SOC is within the resume margin.
+    const seen = decisions.length;
+    await until(() => decisions.length >= seen + 4, 8000, 'four more decisions');
+    for (const d of decisions.slice(seen)) [d.setpoint, d.reason].should.eql([0, 'soc']);
+    sim.exactSoc.should.be.above(TARGET_SOC - CHARGE_RESUME_PCT);
+    // Grid charging stays on while the mode may charge again (below the resume margin); the mode's end restores it.
+    should(sim.value(GRID_CHARGING)).equal(ON);
+    // Normal steers from the battery as read at the SOC (standing), not from the charge its models followed: the
+    // house's 400 W at the first decision, not seconds of a charge settling that had ended.
+    const before = decisions.length;
+    controller.setMode('normal');
+    await until(() => decisions.length > before, 3000, 'the first decision in normal');
+    should(decisions[before]).containEql({ action: 'set', reason: 'load' });
+    decisions[before].setpoint!.should.be.approximately(400, 40);
+    await until(() => sim.batteryPower > 300, 8000, 'discharging in normal');
+    await until(() => sim.value(GRID_CHARGING) === OFF, 5000, 'grid charging back off');
+    failures.should.eql([]);
+    should(sim.stats.violations).be.empty();
+  });
+
+  it('a group: the charge is split by the room left up to the SOC, so the units reach it together and stop there; none is left out', async () => {
+    const [first, second] = await units([TARGET_SOC - 2, TARGET_SOC - 5]);
+    // 3000 W is above 80 % of one unit's 2400 W: both run (a smaller power charges the emptier alone).
+    const { controller, decisions, reports, failures } = charge(3000);
+    await until(() => held(first) < 0 && held(second) < 0, 8000, 'both units charging');
+    for (const sim of [first, second]) should(sim.control).containEql({ soc: TARGET_SOC });
+    // When the first gets to the SOC, the other is there too (split by 100 % instead, the fuller stopped 2 points ahead).
+    let other: number | undefined;
+    await until(
+      () => {
+        const there = [first, second].findIndex((sim) => sim.exactSoc >= TARGET_SOC - 0.01);
+        if (there !== -1) other = [first, second][1 - there].exactSoc;
+        return there !== -1;
+      },
+      20000,
+      'a unit at the SOC',
+    );
+    other!.should.be.aboveOrEqual(TARGET_SOC - 1);
+    await until(() => reachedSoc(decisions), 20000, 'the group at the SOC');
+    await until(() => held(first) === 0 && held(second) === 0, 3000, 'both in standby');
+    for (const sim of [first, second]) sim.exactSoc.should.be.within(TARGET_SOC - 0.5, TARGET_SOC + 0.01);
+    reports
+      .flat()
+      .filter((u) => u.leftOut)
+      .should.eql([]);
+    controller.setMode('normal');
+    await until(() => [first, second].every((sim) => sim.value(GRID_CHARGING) === OFF), 5000, 'grid charging back off on both');
+    failures.should.eql([]);
+  });
+
+  it('the node: at the SOC the status and the message say so, and normal steers again with grid charging back off', async () => {
+    const [sim] = await units([TARGET_SOC - 2]);
+    const device = deviceConfig(sim);
+    const zero = { id: 'zero1', type: 'localbattery-zero-feed-in', device: 'device1', meterSource: 'message' };
+    const settings = { mode: 'charge', chargeModePower: 1000, chargeModeSoc: TARGET_SOC, wires: [['out']] };
+    await helper.load(nodes, [device.node, { ...zero, ...settings }, { id: 'out', type: 'helper' }], device.credentials);
+    const node = helper.getNode('zero1');
+    const outputs: any[] = [];
+    helper.getNode('out').on('input', (msg: any) => outputs.push(msg));
+    running.feeding = setInterval(() => node.receive({ payload: sim.meterPower }), 500);
+    await until(() => held(sim) === -1000, 8000, 'charging at 1000 W');
+    await until(() => lastStatus(node)?.text?.startsWith('charge mode · ↑ 1000 W') === true, 3000, 'the status while charging');
+    await until(() => outputs.some((m) => m.payload.reason === 'soc'), 20000, 'the message at the SOC');
+    const atSoc = outputs.find((m) => m.payload.reason === 'soc').payload;
+    [atSoc.mode, atSoc.setpoint, atSoc.soc].should.eql(['charge', 0, TARGET_SOC]);
+    await until(() => held(sim) === 0, 3000, 'standby at the device');
+    await until(
+      () => lastStatus(node)?.text?.startsWith(`charge mode · standby · ${TARGET_SOC} % reached`) === true,
+      3000,
+      'the status at the SOC',
+    );
+    should(sim.value(GRID_CHARGING)).equal(ON);
+    node.receive({ mode: 'normal' });
+    // 400 W of load: normal discharges against it; grid charging goes back as it was.
+    await until(() => held(sim) > 0, 8000, 'discharging again in normal');
+    await until(() => sim.value(GRID_CHARGING) === OFF, 5000, 'grid charging back off');
+    should(outputs.at(-1).payload.mode).equal('normal');
+  });
+});

@@ -1,0 +1,274 @@
+/**
+ * The group regulator over hours, in simulated time (issue 25: the SOC spread narrows during a long discharge and a
+ * long charge). The product's own parts run as the node wires them: ZeroFeedInController (its Regulator and timers)
+ * over a GroupPlant (splitGroup's staging and balance by SOC, unitHealth), on a VirtualClock. Only the devices are
+ * simulated: each unit is a DeviceSimulator in one SharedHouse behind one meter (capacity, one-way efficiency, 30 W
+ * of self-use while active, its dead time and lag), reached through SimulatedUnit, a plant of one unit that stands
+ * for the device's queue as scripts/bench-day.js does: one request at a time at the device's 1 s pace, each answered
+ * 0.4 s after it left; a newer setpoint replaces one still waiting; an acknowledged setpoint is not sent again within
+ * the repeat time (as RealTimeController skips it). The meter is read once a second and given to the controller as a
+ * message would. Used by test/group-long-run.test.ts and scripts/bench-group.js (its long run).
+ */
+import { ZeroFeedInController } from '../src/control/zero-feed-in';
+import { GroupPlant } from '../src/control/group-plant';
+import type { BatteryPlant, PlantOutcome, PlantReading, ReadOptions, SendOptions } from '../src/control/device-plant';
+import { CONTROL_DEFAULTS, controlValues, parseControl, type ControlOptions } from '../src/control/control';
+import type { RegulatorSettings } from '../src/control/regulator';
+import { zeroFeedInSettings } from '../src/editor/inputs';
+import { REAL_TIME, type PowerLimits } from '../src/points/catalogue';
+import { DeviceSimulator, SharedHouse, type HouseScenario } from '../src/simulator';
+import type { ModelClass } from '../src/points/catalogue';
+import { VirtualClock, settle } from './virtual-clock';
+
+/** The device's pace and response time, as scripts/bench-day.js has them (ms). */
+const PACE_MS = 1000;
+const ANSWER_MS = 400;
+/** The physics' step, s: short against the units' dead times and lags. */
+const STEP_S = 0.1;
+
+export interface LongUnit {
+  key: string;
+  model: ModelClass;
+  initialSoc: number;
+  deadTimeS: number;
+  lagS: number;
+  maxChargeW: number;
+  maxDischargeW: number;
+  /** Default: the model class's rated capacity. */
+  capacityKwh?: number;
+}
+
+export interface LongRunOptions {
+  units: readonly LongUnit[];
+  house: HouseScenario;
+  seconds: number;
+  /** A sample of every unit this often, s. */
+  sampleS: number;
+  /** One-way, 0 to 1 (see DeviceSimulator's efficiency). */
+  efficiency: number;
+}
+
+export interface LongSample {
+  t: number;
+  grid: number;
+  units: { soc: number; b: number; s: number }[];
+}
+
+export interface LongRecord {
+  samples: LongSample[];
+  /** ∫|grid − target| dt, Wh. */
+  errorWh: number;
+  selfUseWh: number;
+  movedWh: number;
+  groupWh: number;
+  /** Requests each unit carried out (writes of a setpoint). */
+  writes: number[];
+  /** The controller's failures (none expected). */
+  failures: unknown[];
+}
+
+interface Job {
+  kind: 'write' | 'read';
+  urgent: boolean;
+  onStart?: () => void;
+  signal?: AbortSignal;
+  watts?: number;
+  run: () => PlantOutcome | PlantReading;
+  resolve: (value: PlantOutcome | PlantReading) => void;
+  reject: (error: unknown) => void;
+}
+
+const signed = (values: readonly number[]) => (values[0] === 1 ? -values[1] : values[0] === 2 ? values[1] : 0);
+
+/** One simulated unit as a plant: its device's queue, pace and answer time, on the clock the globals have now. */
+export class SimulatedUnit implements BatteryPlant {
+  readonly minIntervalMs = PACE_MS;
+  writes = 0;
+  private readonly queue: Job[] = [];
+  private readonly controlOptions: ControlOptions;
+  private free = 0;
+  private busy = false;
+  private waiting = false;
+  private last: { values: number[]; at: number } | undefined;
+
+  constructor(
+    readonly sim: DeviceSimulator,
+    readonly limits: PowerLimits,
+    private readonly now: () => number,
+    { minPower, chargeSoc, dischargeSoc }: Pick<RegulatorSettings, 'minPower' | 'chargeSoc' | 'dischargeSoc'>,
+  ) {
+    // As DevicePlant's RealTimeController takes a setpoint: clamped to the limits, the SOCs carried with it.
+    this.controlOptions = { power: minPower, chargeSoc, dischargeSoc, clamp: true, limits };
+  }
+
+  learn(): Promise<void> {
+    return Promise.resolve();
+  }
+
+  apply(watts: number, options: SendOptions): Promise<PlantOutcome> {
+    const values = controlValues(parseControl(options.soc === undefined ? watts : { power: watts, soc: options.soc }, this.controlOptions));
+    const outcome = { superseded: false, watts: signed(values) };
+    const waiting = this.queue.findIndex((job) => job.kind === 'write');
+    if (waiting !== -1) {
+      const [old] = this.queue.splice(waiting, 1);
+      old.resolve({ superseded: true, watts: old.watts ?? 0 });
+    }
+    const { last } = this;
+    const repeat = last && values.every((v, i) => v === last.values[i]) && this.now() - last.at < CONTROL_DEFAULTS.repeatSeconds * 1000;
+    if (repeat) return Promise.resolve(outcome);
+    return this.enqueue({ kind: 'write', urgent: options.urgent, onStart: options.onStart, watts: outcome.watts }, () => {
+      this.sim.setData(REAL_TIME.stateAddress, values);
+      this.last = { values, at: this.now() + ANSWER_MS };
+      this.writes++;
+      return outcome;
+    }) as Promise<PlantOutcome>;
+  }
+
+  read(withMeter: boolean, options: ReadOptions = {}): Promise<PlantReading> {
+    const job = { kind: 'read' as const, urgent: false, onStart: options.onStart, signal: options.signal };
+    return this.enqueue(job, () => ({
+      battery: this.sim.batteryPower,
+      soc: this.sim.soc,
+      meter: withMeter ? this.sim.meterPower : undefined,
+    })) as Promise<PlantReading>;
+  }
+
+  selfConsumption(): Promise<void> {
+    const job = { kind: 'write' as const, urgent: true };
+    return this.enqueue(job, () => {
+      this.sim.setData(REAL_TIME.modeAddress, [1]);
+      return { superseded: false, watts: 0 };
+    }).then(() => undefined);
+  }
+
+  gridCharging(): Promise<void> {
+    return Promise.resolve();
+  }
+
+  othersWrote(): undefined {
+    return undefined;
+  }
+
+  private enqueue(
+    job: Omit<Job, 'run' | 'resolve' | 'reject'>,
+    run: () => PlantOutcome | PlantReading,
+  ): Promise<PlantOutcome | PlantReading> {
+    return new Promise((resolve, reject) => {
+      const entry: Job = { ...job, run, resolve, reject };
+      // A read withdrawn while it waits is rejected with the signal's reason, as the queue does.
+      job.signal?.addEventListener('abort', () => {
+        const at = this.queue.indexOf(entry);
+        if (at === -1) return;
+        this.queue.splice(at, 1);
+        reject(job.signal!.reason as Error);
+      });
+      this.queue[job.urgent ? 'unshift' : 'push'](entry);
+      this.pump();
+    });
+  }
+
+  private pump(): void {
+    if (this.busy || this.waiting || this.queue.length === 0) return;
+    this.waiting = true;
+    setTimeout(() => this.next(), Math.max(0, this.free - this.now()));
+  }
+
+  private next(): void {
+    this.waiting = false;
+    const job = this.queue.shift();
+    if (!job) return;
+    this.busy = true;
+    this.free = this.now() + PACE_MS;
+    job.onStart?.();
+    const result = job.run();
+    setTimeout(() => {
+      this.busy = false;
+      job.resolve(result);
+      this.pump();
+    }, ANSWER_MS);
+  }
+}
+
+/** The group regulator on `options.units` through `options.seconds` of `options.house`; the globals' timers are virtual meanwhile. */
+export async function groupLongRun(options: LongRunOptions): Promise<LongRecord> {
+  const house = new SharedHouse({ house: options.house, timeScale: 0, meterFeed: { everyS: 1, startS: 0.5 } });
+  const sims = options.units.map(
+    (u, i) =>
+      new DeviceSimulator({
+        sharedHouse: house,
+        udpPort: null,
+        workingMode: REAL_TIME.mode,
+        model: u.model,
+        initialSoc: u.initialSoc,
+        capacityKwh: u.capacityKwh,
+        deadTimeS: u.deadTimeS,
+        lagS: u.lagS,
+        efficiency: options.efficiency,
+        serialNumber: `SIMLONG00000000${i + 1}`,
+      }),
+  );
+  const sum = (key: 'maxChargeW' | 'maxDischargeW') => options.units.reduce((total, u) => total + u[key], 0);
+  const config = zeroFeedInSettings(
+    { meterSource: 'message', meterInterval: 1, target: 0, onStop: 'self-consumption' },
+    { chargeLimit: sum('maxChargeW'), dischargeLimit: sum('maxDischargeW') },
+  );
+  const clock = new VirtualClock();
+  const now = () => clock.now;
+  const restore = clock.install();
+  const record: LongRecord = { samples: [], errorWh: 0, selfUseWh: 0, movedWh: 0, groupWh: 0, writes: [], failures: [] };
+  try {
+    const plants = options.units.map(
+      (u, i) => new SimulatedUnit(sims[i], { chargeLimit: u.maxChargeW, dischargeLimit: u.maxDischargeW }, now, config.regulator),
+    );
+    const members = options.units.map((u, i) => ({ id: u.key, session: plants[i], capacityWh: sims[i].ratedCapacityKwh * 1000 }));
+    const group = new GroupPlant(members, config.regulator, { now });
+    const host = {
+      decision: () => undefined,
+      changed: () => undefined,
+      failure: (e: unknown) => record.failures.push(e),
+      implausibleBattery: () => undefined,
+    };
+    const zero = new ZeroFeedInController(group, config, host, now);
+    zero.start();
+    const steps = Math.round(options.seconds / STEP_S);
+    const every = Math.max(1, Math.round(options.sampleS / STEP_S));
+    const target = config.regulator.target;
+    for (let k = 0; k <= steps; k++) {
+      if (k > 0) house.run(STEP_S);
+      await clock.runTo(house.simSeconds * 1000);
+      for (const reading of sims[0].takeMeterReadings()) {
+        zero.reading(reading.grid);
+        await settle();
+      }
+      record.errorWh += (Math.abs(house.gridW - target) * (k > 0 ? STEP_S : 0)) / 3600;
+      if (k % every === 0)
+        record.samples.push({
+          t: house.simSeconds,
+          grid: house.gridW,
+          units: sims.map((sim) => ({ soc: sim.exactSoc, b: sim.batteryPower, s: signed(controlValuesOf(sim)) })),
+        });
+    }
+    let closed = false;
+    void zero.close().finally(() => (closed = true));
+    for (let k = 0; k < 20 && !closed; k++) await clock.runTo(clock.now + PACE_MS);
+    Object.assign(record, {
+      selfUseWh: house.selfUseWh,
+      movedWh: house.movedBetweenUnitsWh,
+      groupWh: house.chargedWh + house.dischargedWh,
+      writes: plants.map((p) => p.writes),
+    });
+  } finally {
+    restore();
+  }
+  return record;
+}
+
+/** The setpoint a unit holds (state, power) as signed watts; 0 outside real-time mode. */
+function controlValuesOf(sim: DeviceSimulator): number[] {
+  if (sim.workingMode !== REAL_TIME.mode) return [0, 0];
+  const { state, power } = sim.control;
+  return [state, power];
+}
+
+/** Largest SOC minus smallest, points. */
+export const spread = (sample: LongSample) => Math.max(...sample.units.map((u) => u.soc)) - Math.min(...sample.units.map((u) => u.soc));
