@@ -112,14 +112,27 @@ describe('zero feed-in controller (src/control/zero-feed-in.ts) against the simu
     // reading a move, so no reading that moved nothing leaves a slot for the read.
     simulator = await startSimulator({ workingMode: 5, latencyMs: [80, 120], deadTimeS: 0.5, lagS: 1 });
     const battery = pointByName('batteryPower')!.address;
-    const reads: number[] = [];
+    // Each request as it went out to the device: reads of 6000 and writes.
+    const requests: { at: number; read: boolean }[] = [];
     const { controller, decisions } = start({ onStop: 'keep' }, (session) => {
       const read = session.read.bind(session);
       session.read = (addresses, options) => {
-        if (addresses.includes(battery)) reads.push(performance.now());
-        return read(addresses, options);
+        if (!addresses.includes(battery)) return read(addresses, options);
+        const onStart = options?.onStart;
+        return read(addresses, {
+          ...options,
+          onStart: () => {
+            requests.push({ at: performance.now(), read: true });
+            onStart?.();
+          },
+        });
       };
     });
+    const started = controller.regulator.started.bind(controller.regulator);
+    controller.regulator.started = (now) => {
+      requests.push({ at: performance.now(), read: false });
+      started(now);
+    };
     const ends: number[] = [];
     const followUp = controller.regulator.followUp.bind(controller.regulator);
     let pulsing = false;
@@ -142,8 +155,13 @@ describe('zero feed-in controller (src/control/zero-feed-in.ts) against the simu
       seen.decisions = decisions.length;
     }, 1000);
     await until(() => ends.length >= 2, 40000, 'two pulses ended');
-    for (const end of ends)
-      should(reads.some((at) => at >= end && at - end < 1500)).be.true(`a read of 6000 within 1.5 s of ${Math.round(end - begun)} ms`);
+    await until(() => requests.some((r) => r.at >= ends[1]), 1500, 'a request after the second pulse');
+    // The slot after each pulse's last write is a read's, not another write's.
+    for (const end of ends) {
+      const next = requests.find((r) => r.at >= end);
+      should(next?.read).be.true(`the request after the pulse that ended at ${Math.round(end - begun)} ms is a read of 6000`);
+      should(next!.at - end).be.below(1500);
+    }
     should(simulator.stats.violations).be.empty();
   });
 
