@@ -12,10 +12,10 @@
  * Hand-over: the regulator learns one plant for the group's total, but a re-split of the plant's own (a reversal's
  * second half, a unit left out or back) moves power from one unit to another while the total stays, and the joining
  * unit may lag far behind the one leaving (3 s against 1.5 s): the regulator's model cannot show that, and its pulse was
- * spent on the total before. So each unit's lag is learned from its own reads (two in a row while it follows a
- * setpoint held past any dead time), and a unit that joins in such a re-split gets its own pulse: a setpoint beyond its
- * share, sized by its lag so that it reaches the share one slot later, when the share follows. The regulator is told
- * the shares, never the pulse.
+ * spent on the total before. So each unit's lag is learned from its own reads (fitLag(): two in a row and the setpoints
+ * it followed), and a unit that joins in such a re-split gets its own pulse: a setpoint beyond its share, sized by its
+ * lag so that it reaches the share one slot later, when the share follows. The regulator is told the shares, never the
+ * pulse.
  */
 import type { ClientSession } from '../device/client';
 import { pointByName, type PowerLimits } from '../points/catalogue';
@@ -85,7 +85,6 @@ interface Unit {
   lagMs?: number;
   /** Its acknowledged setpoints and when (ms), newest last: what its reads answered. */
   steps: Step[];
-
   /** A hand-over pulse in force: the share that follows it (W), and its timer. */
   pulse?: { final: number; timer?: NodeJS.Timeout };
 }
@@ -94,10 +93,6 @@ const RATED_CAPACITY = pointByName('ratedCapacity')!.address;
 /** A unit's capacity when neither given nor read (Wh): the units then weigh alike. */
 const UNKNOWN_CAPACITY_WH = 2000;
 const capacityOf = (u: Unit) => u.capacityWh ?? UNKNOWN_CAPACITY_WH;
-/**
- * Out of the split: left out, or its last request failed. A failed request is immediate evidence (a unit switched off
- * answers nothing): its share goes to the others at once, not only once unitHealth leaves it out.
- */
 type Read = { watts: number; at: number };
 type Step = { value: number; at: number };
 
@@ -137,6 +132,10 @@ export function fitLag(steps: readonly Step[], first: Read, second: Read): numbe
   return Math.exp((fast + slow) / 2);
 }
 
+/**
+ * Out of the split: left out, or its last request failed. A failed request is immediate evidence (a unit switched off
+ * answers nothing): its share goes to the others at once, not only once unitHealth leaves it out.
+ */
 const isOut = (u: Unit, now: number) => u.failing === true || isLeftOut(u.health, now);
 /** A unit's part of the group's setpoint as the regulator knows it: the share a pulse leads to, not the pulse. */
 const share = (u: Unit) => u.pulse?.final ?? u.setpointW;
@@ -188,7 +187,6 @@ export class GroupPlant implements BatteryPlant {
       setpointW: 0,
       since: -Infinity,
       steps: [],
-
       reason: 'standby',
     }));
   }
