@@ -1,7 +1,7 @@
 /** The group plant (src/control/group-plant.ts): one total over two simulated units in one house, each its own client. */
 import should from 'should';
 import { DeviceClient } from '../src/device/client';
-import { GroupPlant } from '../src/control/group-plant';
+import { GroupPlant, fitLag } from '../src/control/group-plant';
 import { REAL_TIME } from '../src/points/catalogue';
 import { DeviceSimulator, SharedHouse } from '../src/simulator';
 import { PASSWORD, startUnits } from './support';
@@ -22,11 +22,15 @@ describe('group plant (src/control/group-plant.ts): several devices behind one m
     clients = [];
   });
 
-  async function group(socs: number[], options: ConstructorParameters<typeof GroupPlant>[2] = {}) {
+  async function group(
+    socs: number[],
+    options: ConstructorParameters<typeof GroupPlant>[2] = {},
+    plants: { deadTimeS: number; lagS: number }[] = [],
+  ) {
     const house = new SharedHouse({ timeScale: 1, house: { baseLoadW: 500, pvW: 0 } });
     sims = await startUnits(
       house,
-      socs.map((soc, i) => ({ workingMode: REAL_TIME.mode, model: i === 0 ? '2000' : '1600', initialSoc: soc })),
+      socs.map((soc, i) => ({ workingMode: REAL_TIME.mode, model: i === 0 ? '2000' : '1600', initialSoc: soc, ...plants[i] })),
     );
     // Each unit's client with its class's limits, as its device configuration would have them.
     const limits = [{}, { chargeLimit: 1200, dischargeLimit: 800 }];
@@ -127,6 +131,66 @@ describe('group plant (src/control/group-plant.ts): several devices behind one m
     await sims[0].ready();
     await plant.read(false);
     await until(() => held(sims[0]) === 700 && held(sims[1]) === 0, 5000, 'the fuller unit back with the whole share');
+    plant.close();
+  });
+
+  it('learns a unit’s lag from two reads and the setpoints it followed between and before them', () => {
+    // Dead time 1 s (the fit's), lag 1.5 s: a step to 1000 W at 0 s, then to 400 W at 2.5 s.
+    const lag = 1500;
+    const at = (t: number): number =>
+      t <= 3500 ? 1000 * (1 - Math.exp(-(t - 1000) / lag)) : 400 + (at(3500) - 400) * Math.exp(-(t - 3500) / lag);
+    const steps = [
+      { value: 1000, at: 0 },
+      { value: 400, at: 2500 },
+    ];
+    fitLag(steps, { watts: at(2000), at: 2000 }, { watts: at(3000), at: 3000 })!.should.be.approximately(lag, 1);
+    // Across the second step, which acts between the reads.
+    fitLag(steps, { watts: at(3000), at: 3000 }, { watts: at(4500), at: 4500 })!.should.be.approximately(lag, 1);
+    // Reads that barely differ, or too far apart, teach nothing.
+    should(fitLag(steps, { watts: 400, at: 9000 }, { watts: 401, at: 10000 })).be.undefined();
+    should(fitLag(steps, { watts: at(2000), at: 2000 }, { watts: at(9000), at: 9000 })).be.undefined();
+  });
+
+  it('a unit that takes over in a hand-over of the plant’s own gets a pulse sized by its learned lag, then its share; the sum told is the share', async function () {
+    this.timeout(60000);
+    const plant = await group([80, 40], {}, [
+      { deadTimeS: 1, lagS: 1.5 },
+      { deadTimeS: 1.5, lagS: 3 },
+    ]);
+    // Read as the controller reads while units move: each unit's lag is learned from its own reads.
+    const readUntil = (done: () => boolean, what: string) =>
+      until(
+        async () => {
+          await plant.read(false);
+          return done();
+        },
+        20000,
+        what,
+      );
+    await plant.read(false);
+    await send(plant, 400);
+    await readUntil(() => sims[0].batteryPower > 300, 'the fuller unit discharging 400 W');
+    // Charging: unit1 reverses itself, then the emptier unit2 takes over (its lag not known yet: no pulse).
+    await send(plant, -400);
+    await readUntil(() => held(sims[1]) === -400 && sims[1].batteryPower < -300, 'the emptier unit charging 400 W');
+    // Discharging again: unit2 reverses itself; once it has stopped, unit1 takes over with a pulse beyond 600 W.
+    let most = 0;
+    let told: number | undefined;
+    const watch = setInterval(() => {
+      const now = held(sims[0]);
+      if (now > most && now > 600) told = plant.othersWrote(-Infinity)?.watts;
+      most = Math.max(most, now);
+    }, 10);
+    try {
+      await send(plant, 600);
+      await readUntil(() => most > 0 && held(sims[0]) === 600 && held(sims[1]) === 0, 'unit1 carrying the 600 W');
+    } finally {
+      clearInterval(watch);
+    }
+    // Lag 1.5 s, a slot of about 1.2 s: about 600 / (1 − e^(−0.8)) ≈ 1090 W, at most twice the share.
+    most.should.be.above(800).and.belowOrEqual(1200);
+    // The regulator hears of the share (or nothing: the total stayed), never of the pulse.
+    (told ?? 600).should.equal(600);
     plant.close();
   });
 

@@ -8,6 +8,14 @@
  * once. A unit whose last request failed is out of the split already (until one succeeds): a unit switched off hands
  * its share over at its first failed request, not three later. Out, a unit is not steered: its power counts as load,
  * as the meter sees it.
+ *
+ * Hand-over: the regulator learns one plant for the group's total, but a re-split of the plant's own (a reversal's
+ * second half, a unit left out or back) moves power from one unit to another while the total stays, and the joining
+ * unit may lag far behind the one leaving (3 s against 1.5 s): the regulator's model cannot show that, and its pulse was
+ * spent on the total before. So each unit's lag is learned from its own reads (fitLag(): two in a row and the setpoints
+ * it followed), and a unit that joins in such a re-split gets its own pulse: a setpoint beyond its share, sized by its
+ * lag so that it reaches the share one slot later, when the share follows. The regulator is told the shares, never the
+ * pulse.
  */
 import type { ClientSession } from '../device/client';
 import { pointByName, type PowerLimits } from '../points/catalogue';
@@ -74,24 +82,88 @@ interface Unit {
   /** Its last request failed: out of the split until one succeeds (left out only after several). */
   failing?: boolean;
   reason: UnitReason;
+  /** Its first-order lag as its reads showed it (ms); unknown until seen. */
+  lagMs?: number;
+  /** Its acknowledged setpoints and when (ms), newest last: what its reads answered. */
+  steps: Step[];
+  /** A hand-over pulse in force: the share that follows it (W), and its timer. */
+  pulse?: { final: number; timer?: NodeJS.Timeout };
 }
 
 const RATED_CAPACITY = pointByName('ratedCapacity')!.address;
 /** A unit's capacity when neither given nor read (Wh): the units then weigh alike. */
 const UNKNOWN_CAPACITY_WH = 2000;
 const capacityOf = (u: Unit) => u.capacityWh ?? UNKNOWN_CAPACITY_WH;
+type Read = { watts: number; at: number };
+type Step = { value: number; at: number };
+
+/**
+ * A unit's power at `second.at` from `first` under a lag of `lagMs`: its setpoints (`steps`, acknowledged at `at`)
+ * acting FIT_DEAD_MS later, each approached at the rate of a first-order lag.
+ */
+function follow(steps: readonly Step[], first: Read, until: number, lagMs: number): number {
+  const acting = (t: number) => [...steps].reverse().find((s) => s.at + FIT_DEAD_MS <= t)?.value;
+  const changes = steps.map((s) => s.at + FIT_DEAD_MS).filter((t) => t > first.at && t < until);
+  let power = first.watts;
+  let t = first.at;
+  for (const next of [...changes, until]) {
+    const value = acting(t);
+    if (value !== undefined) power = value + (power - value) * Math.exp(-(next - t) / lagMs);
+    t = next;
+  }
+  return power;
+}
+
+/**
+ * A unit's first-order lag (ms) from two of its reads and its setpoints: the one under which its power goes from the
+ * first read to the second (bisection; a longer lag moves less). Undefined where the reads are too far apart, the unit
+ * hardly moved, or no lag in FIT_LAG_MS explains them.
+ */
+export function fitLag(steps: readonly Step[], first: Read, second: Read): number | undefined {
+  if (!(second.at > first.at) || second.at - first.at > LAG_READS_MS || Math.abs(second.watts - first.watts) < LAG_MOVE_W) return undefined;
+  const miss = (lagMs: number) => follow(steps, first, second.at, lagMs) - second.watts;
+  let [fast, slow] = FIT_LAG_MS.map(Math.log) as [number, number];
+  const way = Math.sign(miss(Math.exp(fast)));
+  if (way === 0 || Math.sign(miss(Math.exp(slow))) !== -way) return undefined;
+  for (let k = 0; k < 30; k++) {
+    const middle = (fast + slow) / 2;
+    if (Math.sign(miss(Math.exp(middle))) === way) fast = middle;
+    else slow = middle;
+  }
+  return Math.exp((fast + slow) / 2);
+}
+
 /**
  * Out of the split: left out, or its last request failed. A failed request is immediate evidence (a unit switched off
  * answers nothing): its share goes to the others at once, not only once unitHealth leaves it out.
  */
 const isOut = (u: Unit, now: number) => u.failing === true || isLeftOut(u.health, now);
+/** A unit's part of the group's setpoint as the regulator knows it: the share a pulse leads to, not the pulse. */
+const share = (u: Unit) => u.pulse?.final ?? u.setpointW;
 
 /** A reading older than this does not tell the split whether a unit still moves (ms). */
 const FRESH_MS = 10000;
+/** A unit's lag is learned from two reads at most this far apart (ms) between which it moved at least LAG_MOVE_W. */
+const LAG_READS_MS = 5000;
+const LAG_MOVE_W = 100;
+/** The dead time taken for the fit (ms): the middle of the specification's 0.5 to 2 s. */
+const FIT_DEAD_MS = 1000;
+/** The lags a fit may find (ms): the specification's 0.5 to 5 s, with room either side. */
+const FIT_LAG_MS: readonly [number, number] = [200, 8000];
+/** Setpoints kept per unit for the fit. */
+const STEPS_KEPT = 16;
+/** A joining unit's share smaller than this (W) is a plain step: a pulse would gain little. */
+const HAND_OVER_MIN_W = 150;
+/** Added to the slowest unit's interval for the gap between a pulse and its share's request (ms). */
+const SLOT_MARGIN_MS = 200;
 
 export class GroupPlant implements BatteryPlant {
   private readonly units: Unit[];
   private memory: SplitMemory = { units: {} };
+  /** The plant's own requests under way: until they are answered the sum is half old, half new, and not told. */
+  private sending = 0;
+  /** The sum the regulator was last told (apply's outcome or othersWrote()), W. */
+  private told: number | undefined;
   /** The total the regulator asked for last (W), split again when a unit is left out or back. */
   private total: number | undefined;
   /** The charge mode's SOC the total was sent with, for a split again. */
@@ -115,6 +187,7 @@ export class GroupPlant implements BatteryPlant {
       plant: 'apply' in member.session ? member.session : new DevicePlant(member.session, settings),
       setpointW: 0,
       since: -Infinity,
+      steps: [],
       reason: 'standby',
     }));
   }
@@ -159,7 +232,12 @@ export class GroupPlant implements BatteryPlant {
   }
 
   /** Splits `watts` and sends each unit its share in parallel; the outcome's watts are the units' acknowledged sum. */
-  async apply(watts: number, options: SendOptions): Promise<PlantOutcome> {
+  apply(watts: number, options: SendOptions): Promise<PlantOutcome> {
+    return this.split(watts, options, false);
+  }
+
+  /** `handOver`: the plant's own re-split of the total in force (the regulator learns it through othersWrote()). */
+  private async split(watts: number, options: SendOptions, handOver: boolean): Promise<PlantOutcome> {
     this.total = watts;
     this.totalSoc = options.soc;
     const now = this.now();
@@ -176,13 +254,17 @@ export class GroupPlant implements BatteryPlant {
       return !(isLeftOut(u.health, now) && (u.setpointW === 0 || u.health?.reason === 'unreachable'));
     });
     const sent = await Promise.all(
-      steered.map((u) => this.send(u, split.setpoints[this.units.indexOf(u)]!, { urgent: options.urgent, soc: options.soc, onStart })),
+      steered.map((u) =>
+        this.send(u, split.setpoints[this.units.indexOf(u)]!, { urgent: options.urgent, soc: options.soc, onStart }, handOver),
+      ),
     );
     const failed = sent.filter((o) => 'error' in o);
     if (sent.length > 0 && failed.length === sent.length) throw (failed[0] as { error: unknown }).error;
     const superseded = sent.some((o) => 'superseded' in o && o.superseded);
     if (split.reasons.includes('reversal')) this.watchReversal();
-    return { superseded, watts: this.units.reduce((sum, u) => sum + (isOut(u, this.now()) ? 0 : u.setpointW), 0) };
+    const sum = this.units.reduce((total, u) => total + (isOut(u, this.now()) ? 0 : share(u)), 0);
+    if (!handOver) this.told = sum;
+    return { superseded, watts: sum };
   }
 
   /**
@@ -209,7 +291,7 @@ export class GroupPlant implements BatteryPlant {
         .then(() =>
           this.closed || this.total === undefined
             ? undefined
-            : this.apply(this.total, { urgent: false, soc: this.totalSoc, onStart: () => undefined }),
+            : this.split(this.total, { urgent: false, soc: this.totalSoc, onStart: () => undefined }, true),
         )
         .catch(() => undefined)
         .finally(() => {
@@ -219,14 +301,77 @@ export class GroupPlant implements BatteryPlant {
     }, this.minIntervalMs);
   }
 
-  /** Stops following a reversal (the controller closes). */
+  /** Stops following a reversal and any hand-over pulse (the controller closes). */
   close(): void {
     this.closed = true;
     clearTimeout(this.watch);
+    for (const u of this.units) this.endPulse(u);
   }
 
-  /** One unit's share; a failure counts against its health and is given back, not thrown. */
-  private async send(u: Unit, share: number, options: SendOptions): Promise<PlantOutcome | { error: unknown }> {
+  private endPulse(u: Unit): void {
+    clearTimeout(u.pulse?.timer);
+    u.pulse = undefined;
+  }
+
+  /**
+   * One unit's share (`pulsed`: the plant's own re-split, where a unit that joins gets its pulse); a failure counts
+   * against its health and is given back, not thrown.
+   */
+  private async send(u: Unit, share: number, options: SendOptions, pulsed = false): Promise<PlantOutcome | { error: unknown }> {
+    // A pulse under way ends on the newest share of the same way (its follow-up sends it); any other share goes now.
+    if (u.pulse && Math.sign(share) === Math.sign(u.pulse.final)) {
+      u.pulse.final = share;
+      return { superseded: false, watts: share };
+    }
+    this.endPulse(u);
+    const value = pulsed ? this.handOverPulse(u, share) : undefined;
+    // In force before its answer: the sum told never holds the pulse.
+    const pulse = value === undefined ? undefined : { final: share, timer: undefined as NodeJS.Timeout | undefined };
+    u.pulse = pulse;
+    const outcome = await this.sendNow(u, value ?? share, options);
+    if (!pulse || u.pulse !== pulse) return outcome;
+    if ('error' in outcome || outcome.superseded || this.closed) u.pulse = undefined;
+    else pulse.timer = setTimeout(() => void this.followPulse(u, pulse), this.slotMs);
+    return outcome;
+  }
+
+  /** A pulse's share once the pulse has run its slot; a newer share of the same way that came meanwhile follows it. */
+  private async followPulse(u: Unit, pulse: NonNullable<Unit['pulse']>): Promise<void> {
+    let sent: number | undefined;
+    while (!this.closed && u.pulse === pulse && pulse.final !== sent) {
+      sent = pulse.final;
+      await this.sendNow(u, sent, { urgent: true, soc: this.totalSoc, onStart: () => undefined });
+    }
+    if (u.pulse === pulse) u.pulse = undefined;
+  }
+
+  /** A pulse's length: the slowest unit's interval and a margin (ms). */
+  private get slotMs(): number {
+    return this.minIntervalMs + SLOT_MARGIN_MS;
+  }
+
+  /**
+   * The setpoint that brings a joining unit (idle or the other way) to `share` one slot after it acts, by its learned
+   * lag: undefined for a small share, a unit whose lag is not known yet or one already moving this way. It goes past
+   * the share by at most the unit's distance from it, and stays within the unit's limits.
+   */
+  private handOverPulse(u: Unit, share: number): number | undefined {
+    if (u.lagMs === undefined || Math.abs(share) < HAND_OVER_MIN_W || Math.sign(u.setpointW) === Math.sign(share)) return undefined;
+    const now = this.now();
+    const fresh = u.delivered && now - u.delivered.at < FRESH_MS ? u.delivered : undefined;
+    const power = fresh ? heading(u.before, fresh, u.setpointW, now) : 0;
+    const distance = share - power;
+    if (distance * Math.sign(share) <= 0) return undefined;
+    const kept = Math.exp(-this.slotMs / u.lagMs);
+    const wanted = power + distance / (1 - kept);
+    const past = Math.min(Math.abs(wanted - share), Math.abs(distance));
+    const limit = share > 0 ? u.plant.limits.dischargeLimit : u.plant.limits.chargeLimit;
+    const value = Math.round(Math.sign(share) * Math.min(limit, Math.abs(share) + past));
+    return value === share ? undefined : value;
+  }
+
+  private async sendNow(u: Unit, share: number, options: SendOptions): Promise<PlantOutcome | { error: unknown }> {
+    this.sending++;
     try {
       const outcome = await u.plant.apply(share, options);
       if (!outcome.superseded) this.acknowledged(u, outcome.watts, this.now());
@@ -237,11 +382,17 @@ export class GroupPlant implements BatteryPlant {
       this.observe(u, false);
       this.options.unitFailure?.(u.member.id, error);
       return { error };
+    } finally {
+      this.sending--;
     }
   }
 
   private acknowledged(u: Unit, watts: number, at: number): void {
-    if (watts !== u.setpointW) u.since = at;
+    if (watts !== u.setpointW) {
+      u.since = at;
+      u.steps.push({ value: watts, at });
+      if (u.steps.length > STEPS_KEPT) u.steps.shift();
+    }
     u.setpointW = watts;
   }
 
@@ -302,7 +453,7 @@ export class GroupPlant implements BatteryPlant {
     if (this.total === undefined || this.watch || this.closed) return;
     const split = splitGroup(this.total, this.splitUnits(now), now, this.memory, this.options.split);
     const moved = this.units.some((u, i) => !isOut(u, now) && Math.sign(split.setpoints[i]!) !== Math.sign(u.setpointW));
-    if (moved) void this.apply(this.total, { urgent: false, soc: this.totalSoc, onStart: () => undefined }).catch(() => undefined);
+    if (moved) void this.split(this.total, { urgent: false, soc: this.totalSoc, onStart: () => undefined }, true).catch(() => undefined);
   }
 
   /** A unit's health after a request; out or back, the last total is split again over the units now steered. */
@@ -319,7 +470,7 @@ export class GroupPlant implements BatteryPlant {
     if (!was) u.reason = 'left out';
     this.options.changed?.();
     if (this.total !== undefined)
-      void this.apply(this.total, { urgent: true, soc: this.totalSoc, onStart: () => undefined }).catch(() => undefined);
+      void this.split(this.total, { urgent: true, soc: this.totalSoc, onStart: () => undefined }, true).catch(() => undefined);
   }
 
   /** Every unit's grid charging; a unit that refuses it is reported, the others go on. */
@@ -331,27 +482,44 @@ export class GroupPlant implements BatteryPlant {
   }
 
   async selfConsumption(): Promise<void> {
+    for (const u of this.units) this.endPulse(u);
     const results = await Promise.allSettled(this.units.map((u) => u.plant.selfConsumption()));
     this.total = undefined;
     const failed = results.filter((r): r is PromiseRejectedResult => r.status === 'rejected');
     if (failed.length === results.length) throw failed[0]!.reason;
   }
 
-  /** Another writer changed a unit: the group's setpoint is the sum of what each unit has now. */
+  /**
+   * Another writer changed a unit, or the plant re-split the total itself: the group's setpoint is the sum of what each
+   * unit has now (a pulse's share, not the pulse), told once the plant's own requests have all been answered. The
+   * plant's own writes that leave that sum as the regulator knows it (a pulse and its follow-up) are no news.
+   */
   othersWrote(since: number): OthersWrite | undefined {
+    if (this.sending > 0) return undefined;
     const changes = this.units.map((u) => u.plant.othersWrote(since));
     const at = Math.max(...changes.map((c) => c?.at ?? -Infinity));
     if (at === -Infinity) return undefined;
     if (changes.some((c) => c?.handedBack)) return { at, handedBack: true };
+    const own = changes.every((c, i) => c?.watts === undefined || c.watts === this.units[i]!.setpointW);
     changes.forEach((c, i) => {
       if (c?.watts !== undefined) this.acknowledged(this.units[i]!, c.watts, c.at);
     });
-    return { at, handedBack: false, watts: this.units.reduce((sum, u) => sum + u.setpointW, 0) };
+    const watts = this.units.reduce((sum, u) => sum + share(u), 0);
+    if (own && watts === this.told) return undefined;
+    this.told = watts;
+    return { at, handedBack: false, watts };
   }
 
   private delivered(u: Unit, watts: number, at: number): void {
+    if (u.delivered) this.learnLag(u, u.delivered, { watts, at });
     u.before = u.delivered;
     u.delivered = { watts, at };
+  }
+
+  /** The unit's lag from two reads in a row (fitLag()); each new one is averaged with the last. */
+  private learnLag(u: Unit, first: Read, second: Read): void {
+    const lagMs = fitLag(u.steps, first, second);
+    if (lagMs !== undefined) u.lagMs = u.lagMs === undefined ? lagMs : (u.lagMs + lagMs) / 2;
   }
 
   /**
