@@ -408,8 +408,7 @@ export class ZeroFeedInController {
       if (soc !== undefined) this.regulator.observeSoc(soc, this.now());
       // In charge, the SOC decides when it stops (with the device's meter, the reading below looks).
       if (!withMeter && !regulated(this.modeNow) && this.regulator.enabled && !this.handing && !this.closed) this.steerFixed();
-      // The meter may be up to its refresh older than 6000: the battery counts as a read-back, and with the read before
-      // it brackets the battery when a new sample was taken (the regulator's held meter).
+      // The meter may be up to its refresh older than 6000: the battery counts as a read-back, the models bridge the age.
       if (battery !== undefined) this.regulator.observeBattery(battery, this.now(), asked);
       if (withMeter && meter !== undefined) this.take(meter);
     } catch (error) {
