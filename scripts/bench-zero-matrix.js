@@ -34,7 +34,8 @@
 // before and after the step; "PULSE" when the setpoint lies outside [need before, need after] by more than 150 W.
 // Prints markdown tables; asserts nothing. Needs `npm run build:test`.
 //
-// Options: --only <variants,...>  --seconds <n> (default 90, 30 to 300)  --jobs <n> (default 3)
+// Options: --only <variants,...>  --seconds <n> (default 90, 30 to 300)  --jobs <n> (default 3)  --trace (after the
+// tables: for each run, the stretch with the most reversals and the setpoint's moves in it, time in s: value, W)
 const { execFileSync, spawn } = require('node:child_process');
 const fs = require('node:fs');
 const os = require('node:os');
@@ -121,16 +122,19 @@ const HOUSE = {
 };
 
 function options(argv) {
-  const chosen = { only: Object.keys(VARIANTS), seconds: 90, jobs: 3, child: undefined, build: undefined, out: undefined };
+  const chosen = { only: Object.keys(VARIANTS), seconds: 90, jobs: 3, child: undefined, build: undefined, out: undefined, trace: false };
   for (let i = 0; i < argv.length; i += 2) {
     const [flag, value] = [argv[i], argv[i + 1]];
-    if (flag === '--only') chosen.only = value.split(',');
+    if (flag === '--trace') {
+      chosen.trace = true;
+      i--;
+    } else if (flag === '--only') chosen.only = value.split(',');
     else if (flag === '--seconds') chosen.seconds = Number(value);
     else if (flag === '--jobs') chosen.jobs = Number(value);
     else if (flag === '--child') chosen.child = value;
     else if (flag === '--build') chosen.build = value;
     else if (flag === '--out') chosen.out = value;
-    else throw new Error(`unknown option ${flag}; --only, --seconds, --jobs`);
+    else throw new Error(`unknown option ${flag}; --only, --seconds, --jobs, --trace`);
   }
   for (const name of chosen.only)
     if (!VARIANTS[name]) throw new Error(`unknown variant ${name}; one of ${Object.keys(VARIANTS).join(', ')}`);
@@ -385,18 +389,23 @@ function figures(record, variant, seconds) {
   }
   const bounds = [0, ...changes(variant, seconds), seconds];
   let most = 0;
+  let worst;
   for (let i = 0; i + 1 < bounds.length; i++) {
     const inside = samples.filter((s) => s.t >= bounds[i] && s.t < bounds[i + 1] && s.setpoint !== null);
     let direction = 0;
     let count = 0;
     let last = inside[0]?.setpoint;
+    const moves = inside.length > 0 ? [`${inside[0].t.toFixed(1)}: ${last}`] : [];
     for (const s of inside.slice(1)) {
       const move = s.setpoint - last;
       if (Math.abs(move) <= REVERSAL_W) continue;
       last = s.setpoint;
-      if (direction !== 0 && Math.sign(move) !== direction) count++;
+      const reversal = direction !== 0 && Math.sign(move) !== direction;
+      if (reversal) count++;
       direction = Math.sign(move);
+      moves.push(`${s.t.toFixed(1)}: ${s.setpoint}${reversal ? ' (reversal)' : ''}`);
     }
+    if (count > most || worst === undefined) worst = { from: bounds[i], to: bounds[i + 1], moves };
     most = Math.max(most, count);
   }
   const writes = record.stats ? (record.stats.byOperation['Vendor.SetData'] ?? 0) : record.writes;
@@ -404,6 +413,7 @@ function figures(record, variant, seconds) {
   return {
     errorWh: error,
     reversals: most,
+    worst,
     writesPerMinute: writes / (seconds / 60),
     fromGridWh: fromGrid,
     requests: record.stats ? `${kinds('interval')} / ${kinds('parallel')}` : '–',
@@ -534,6 +544,12 @@ function print(settings, rows, notes) {
         );
       });
     }
+  }
+  if (settings.trace) {
+    console.log('\nThe stretch with the most reversals, and the setpoint in it (s: W):\n');
+    for (const row of rows)
+      for (const r of row.runs.filter((run) => run.figures?.worst))
+        console.log(`- ${row.variant}, ${r.name}, ${r.figures.worst.from}-${r.figures.worst.to} s: ${r.figures.worst.moves.join(', ')}`);
   }
   for (const row of rows) for (const r of row.runs) if (r.failed) notes.push(`${row.variant}, ${r.name}: failed (${r.failed})`);
   for (const note of notes) console.log(`\nNote: ${note}`);

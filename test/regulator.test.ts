@@ -50,6 +50,11 @@ interface PlantOptions {
    * sample in force, and battery power (6000) is read with it.
    */
   holdMs?: number;
+  /**
+   * With `holdMs`: the meter is read as the device's own is, by a request of its own in the device's queue: every slot
+   * that no setpoint takes (so a pulse and its follow-up delay the next reading, which is then older).
+   */
+  meterInQueue?: boolean;
   /** What the meter reports instead of the grid at second t (a bad reading), or undefined. */
   badReading?: (t: number) => number | undefined;
   /** Called every step: a decision it returns is carried out like the regulator's. */
@@ -96,6 +101,7 @@ function simulate(options: PlantOptions) {
     const now = step * dt;
     const load = options.load(now / 1000);
     // The device: a queued request leaves when the last is answered and a second has passed.
+    let slotRead = false;
     if (queue && !inFlight && now - lastRequest >= intervalMs) {
       lastRequest = now;
       requests.push(now);
@@ -103,6 +109,10 @@ function simulate(options: PlantOptions) {
       applied.push({ at: now + options.deadTimeS * 1000, value: queue.value, soc: queue.soc });
       inFlight = { value: queue.value, ackAt: now + options.answerMs };
       queue = undefined;
+    } else if (options.meterInQueue && !inFlight && now - lastRequest >= intervalMs) {
+      lastRequest = now;
+      requests.push(now);
+      slotRead = true;
     }
     if (inFlight && now >= inFlight.ackAt) {
       regulator.acknowledge(inFlight.value, now);
@@ -132,7 +142,7 @@ function simulate(options: PlantOptions) {
     let decision: Decision | undefined = options.hook?.(now, regulator, decisions);
     if (decision) {
       // Carried out below like the regulator's own.
-    } else if (!silent && now % (options.meterMs ?? 1000) === 0) {
+    } else if (!silent && (options.meterInQueue ? slotRead : now % (options.meterMs ?? 1000) === 0)) {
       const delayed = gridHistory[Math.max(0, gridHistory.length - 1 - Math.round((options.meterDelayS * 1000) / dt))];
       let grid = options.badReading?.(now / 1000) ?? Math.round(delayed + noise());
       if (options.holdMs) {
@@ -766,6 +776,27 @@ describe('zero feed-in regulator (src/control/regulator.ts) against a simulated 
         // A step is still followed: the kettle settles within ±50 W in 10 s.
         should(settlingS(run.trace, 10, 40)).be.belowOrEqual(10);
       }
+  });
+
+  it("the device's own meter read in the device's queue (a pulse delays the next reading): at most 1 reversal", function () {
+    // Each reading is a request in a slot no setpoint takes, with battery power (6000) read in the same request: after a
+    // pulse and its follow-up the held sample may be up to 3 s old. Taken with the models' battery (one fixed delay
+    // each), such a sample moved the setpoint away from the load and back: 3 reversals at a 1050 ms pace.
+    const settings = { heldMeter: true, slow: { ...PLANT_BOUNDS.slow, meterDelayS: PLANT_BOUNDS.slow.meterDelayS + 3 } };
+    for (const intervalMs of [1000, 1050, 1100])
+      for (const seed of [1, 2, 3])
+        for (const answerMs of [100, 300]) {
+          const house = { ...KETTLE_HOUSE, answerMs, load: matrixHouse, durationS: 90, noiseW: 10, seed };
+          const run = simulate({ ...house, holdMs: 3000, meterInQueue: true, intervalMs, settings });
+          for (let i = 0; i + 1 < MATRIX_STRETCHES.length; i++) {
+            const [from, to] = [MATRIX_STRETCHES[i], MATRIX_STRETCHES[i + 1]];
+            const where = `${intervalMs} ms pace, seed ${seed}, ${answerMs} ms answers, ${from}-${to} s`;
+            should(reversals(run.decisions, from, to)).be.belowOrEqual(1, where);
+          }
+          gapsOk(run.requests, intervalMs);
+          // A step is still followed: the kettle settles within ±50 W in 10 s.
+          should(settlingS(run.trace, 10, 40)).be.belowOrEqual(10, `${intervalMs} ms pace, seed ${seed}, ${answerMs} ms answers`);
+        }
   });
 
   it('the dead band in force is capped at 100 W however noisy the meter, reported with each decision, and on the import side', function () {

@@ -36,7 +36,10 @@
  * PV, seen late by a slow meter): it gets no pulse, which would zig-zag behind it. The dead band is widened to three
  * times the meter's noise (to 100 W at most), so that noise does not move a setpoint that the narrowed models no
  * longer shield; it leans toward import (a move down at half the band of export, up at a whole band of import). A
- * meter that holds its sample between refreshes (the device's own) repeats it: a repeat moves nothing.
+ * meter that holds its sample between refreshes (the device's own) repeats it: a repeat moves nothing. Its new sample
+ * was taken since the reading before, so the battery's power then lies between the 6000 read with the two readings:
+ * that range counts instead of the models', whose one delay each cannot follow a sample's age (up to a refresh, more
+ * when a pulse took the slots).
  *
  * Exits: the regulator stands behind a steady setpoint (a pulse's value is none); exit() and a time-out with keep give
  * that setpoint where a pulse may be in force. One reading whose implied load jumped by more than 2.5 kW is held back
@@ -198,6 +201,8 @@ export class Regulator {
   private lastReading = -Infinity;
   /** The last grid reading's value (a held meter repeats it until it refreshes). */
   private lastGrid: number | undefined;
+  /** A held meter: battery power (6000) read with the last reading, where one was read since the reading before. */
+  private heldBattery: number | undefined;
   private timedOut = false;
   private on = true;
   private readonly identifier: PlantIdentifier;
@@ -315,6 +320,8 @@ export class Regulator {
     this.lastReading = now;
     this.timedOut = false;
     this.pulse = undefined;
+    // Readings were not taken meanwhile: a held meter's next sample may be from any time of the rest.
+    this.heldBattery = undefined;
   }
 
   /**
@@ -451,6 +458,7 @@ export class Regulator {
     this.unsettled = [];
     this.lastLoad = undefined;
     this.suspect = undefined;
+    this.heldBattery = undefined;
     this.identifier.interrupt();
   }
 
@@ -459,9 +467,10 @@ export class Regulator {
    * then replaces the models. Returns the decision; a 'set' must be followed by acknowledge() or failed().
    */
   meter(grid: number, now: number, battery?: number): Decision {
+    const bracket = this.heldBracket(battery);
     this.lastReading = now;
     this.timedOut = false;
-    const [low, high] = this.batteryNow(now, battery);
+    const [low, high] = bracket ?? this.batteryNow(now, battery);
     const decision = this.decider(grid, (low + high) / 2);
     if (!this.on) return decision('hold', 'disabled');
     // A held meter's repeat is an old sample: taken with the battery's power now it would show a load that is none.
@@ -490,6 +499,21 @@ export class Regulator {
       return decision('set', 'load', final);
     }
     return this.move(want, this.acknowledged, now, decision);
+  }
+
+  /**
+   * A held meter's sample is new when its value changed: it was taken between the last reading and this one, so the
+   * battery's power then lies between the 6000 read with each (the same requests as the meter), whatever the sample's
+   * age. The models cannot say it: their delay is fixed, the age is anything up to a refresh (more after a pulse took
+   * the slots). Undefined where either read is missing (then the models bridge the age).
+   */
+  private heldBracket(battery: number | undefined): [number, number] | undefined {
+    if (!this.settings.heldMeter) return undefined;
+    const read = battery ?? (this.readback && this.readback.at > this.lastReading ? this.readback.power : undefined);
+    const before = this.heldBattery;
+    this.heldBattery = read;
+    if (read === undefined || before === undefined) return undefined;
+    return [Math.min(before, read), Math.max(before, read)];
   }
 
   /** Builds this reading's decisions. */
