@@ -14,7 +14,8 @@
 //   --meter-delay <s>    the meter reads the grid this late (default 0)
 //
 // Figures per controller: grid error energy ∫|grid − target| dt, exported and imported energy, settling time after
-// each 2 kW step (back within ±50 W for 3 s in a row) and its overshoot, setpoint reversals while the load is constant
+// each 2 kW step (back within ±50 W for 3 s in a row) and its overshoot, the slowest settling after every other
+// change (the fridge, the microwave, the end of each of the cloud's ramps), setpoint reversals while the load is constant
 // (moves over 25 W; total and the most in one stretch), writes per minute, requests under the minimum interval / in parallel / 503s
 // (the simulator's stats), and for the other lags whether a sustained oscillation occurs.
 const fs = require('node:fs');
@@ -90,7 +91,39 @@ function changes(house, seconds) {
       { at: e.atS + e.durationS, label: `${e.name} off` },
     ])
     .filter((step) => step.at < seconds);
-  return { times: [...new Set(times)].filter((t) => t < seconds).sort((a, b) => a - b), steps };
+  // Every other change, a ramp from where it ends: the fridge, smaller loads, each end of a cloud's ramps.
+  const others = [
+    ...house.appliances.flatMap((a) => {
+      const moments = [];
+      for (let on = a.startS; on < seconds; on += a.onS + a.offS)
+        moments.push({ at: on, label: `${a.name} on` }, { at: on + a.onS, label: `${a.name} off` });
+      return moments;
+    }),
+    ...house.events
+      .filter((e) => e.loadW !== undefined && Math.abs(e.loadW) < 1500)
+      .flatMap((e) => [
+        { at: e.atS, label: `${e.name} on` },
+        { at: e.atS + e.durationS, label: `${e.name} off` },
+      ]),
+    ...house.events
+      .filter((e) => e.cloud)
+      .flatMap((e) => [
+        { at: e.atS + (e.rampS ?? 10), label: `${e.name} in` },
+        { at: e.atS + e.durationS, label: `${e.name} out` },
+      ]),
+  ].filter((change) => change.at < seconds);
+  return { times: [...new Set(times)].filter((t) => t < seconds).sort((a, b) => a - b), steps, others };
+}
+
+/** When the grid came back within ±BAND_W of the target for SETTLED_S after `from` (undefined: not before `end`). */
+function settledAfter(samples, from, end) {
+  let runStart;
+  for (const s of samples) {
+    if (s.t < from || s.t >= end) continue;
+    if (Math.abs(s.grid - TARGET_W) > BAND_W) runStart = undefined;
+    else if (s.t - (runStart ??= s.t) >= SETTLED_S) return runStart - from;
+  }
+  return undefined;
 }
 
 /** The setpoint a simulator holds, signed like battery power (positive discharging); undefined outside real-time control. */
@@ -128,28 +161,26 @@ function figures(record, stats, scenarioChanges, seconds) {
     exported += Math.max(0, -grid) * dt;
     imported += Math.max(0, grid) * dt;
   }
-  const { times, steps } = scenarioChanges;
+  const { times, steps, others } = scenarioChanges;
   const next = (t) => times.find((c) => c > t + 1e-6) ?? seconds;
   const settling = steps.map((step) => {
     const end = Math.min(next(step.at), step.at + 30);
     const window = samples.filter((s) => s.t >= step.at && s.t < end);
     const first = window.find((s) => Math.abs(s.grid - TARGET_W) > BAND_W);
     const sign = first ? Math.sign(first.grid - TARGET_W) : 1;
-    let runStart;
-    let settledAt;
-    for (const s of window) {
-      if (Math.abs(s.grid - TARGET_W) <= BAND_W) {
-        runStart ??= s.t;
-        if (s.t - runStart >= SETTLED_S) {
-          settledAt = runStart;
-          break;
-        }
-      } else runStart = undefined;
-    }
+    const settled = settledAfter(window, step.at, end);
     const overshoot = Math.max(0, ...window.map((s) => -sign * (s.grid - TARGET_W)));
-    const text = settledAt === undefined ? `>${Math.round(end - step.at)} s` : `${(settledAt - step.at).toFixed(1)} s`;
+    const text = settled === undefined ? `>${Math.round(end - step.at)} s` : `${settled.toFixed(1)} s`;
     return `${text} (${Math.round(overshoot)} W)`;
   });
+  // The slowest of the other changes, and how many of them settled within 6 s.
+  const otherSettling = others.map((change) => {
+    const end = Math.min(next(change.at), change.at + 30);
+    return { ...change, after: settledAfter(samples, change.at, end) ?? Infinity, end };
+  });
+  const slowest = otherSettling.reduce((a, b) => (b.after > a.after ? b : a), { after: -Infinity });
+  const within6 = otherSettling.filter((c) => c.after <= 6).length;
+  const slowestText = (c) => (c.after === Infinity ? `>${Math.round(c.end - c.at)} s` : `${c.after.toFixed(1)} s`);
   // Reversals: the setpoint's direction of change flips within one stretch of constant load.
   const bounds = [0, ...times, seconds];
   let reversals = 0;
@@ -182,6 +213,9 @@ function figures(record, stats, scenarioChanges, seconds) {
     exportedWh: exported.toFixed(1),
     importedWh: imported.toFixed(1),
     settling: settling.join(' · ') || '–',
+    otherSettling: otherSettling.length
+      ? `${slowestText(slowest)} (${slowest.label}); ${within6} of ${otherSettling.length} within 6 s`
+      : '–',
     reversals: `${reversals} (most ${most})`,
     oscillation: tailReversals >= 2 ? `yes (${tailReversals} flips late in a stretch)` : 'no',
     writesPerMinute: (writes / minutes).toFixed(1),
@@ -477,6 +511,7 @@ async function main() {
     ['exported (Wh)', 'exportedWh'],
     ['imported (Wh)', 'importedWh'],
     ['2 kW steps: settled after (overshoot)', 'settling'],
+    ['other changes and ramp ends: slowest settling', 'otherSettling'],
     ['setpoint reversals at constant load (most in one stretch)', 'reversals'],
     ['writes per minute', 'writesPerMinute'],
     ['requests under the minimum / in parallel / 503', 'requests'],

@@ -105,13 +105,15 @@ describe('charge mode reaching its SOC mid-run', function () {
     sim.exactSoc.should.be.above(TARGET_SOC - CHARGE_RESUME_PCT);
     // Grid charging stays on while the mode may charge again (below the resume margin); the mode's end restores it.
     should(sim.value(GRID_CHARGING)).equal(ON);
-    // Normal steers from the battery as read at the SOC (standing), not from the charge its models followed: the
-    // house's 400 W at the first decision, not seconds of a charge settling that had ended.
+    // Normal steers from the battery as read at the SOC, not from the charge its models followed: the house's 400 W
+    // within 3 s, not seconds of a charge settling that had ended. (A read at the moment the device stopped shows it
+    // still coming back from the charge; then the first reading or two may wait for it.)
     const before = decisions.length;
     controller.setMode('normal');
-    await until(() => decisions.length > before, 3000, 'the first decision in normal');
-    should(decisions[before]).containEql({ action: 'set', reason: 'load' });
-    decisions[before].setpoint!.should.be.approximately(400, 40);
+    await until(() => decisions.slice(before).some((d) => d.action === 'set'), 3000, 'the first setpoint in normal');
+    const first = decisions.slice(before).find((d) => d.action === 'set')!;
+    should(first).containEql({ reason: 'load' });
+    first.setpoint!.should.be.approximately(400, 40);
     await until(() => sim.batteryPower > 300, 8000, 'discharging in normal');
     await until(() => sim.value(GRID_CHARGING) === OFF, 5000, 'grid charging back off');
     failures.should.eql([]);
