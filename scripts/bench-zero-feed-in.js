@@ -112,7 +112,19 @@ function changes(house, seconds) {
         { at: e.atS + e.durationS, label: `${e.name} out` },
       ]),
   ].filter((change) => change.at < seconds);
-  return { times: [...new Set(times)].filter((t) => t < seconds).sort((a, b) => a - b), steps, others };
+  // A change while a ramp is under way settles with the ramp's end, counted there.
+  const ramps = house.events
+    .filter((e) => e.cloud)
+    .flatMap((e) => [
+      [e.atS, e.atS + (e.rampS ?? 10)],
+      [e.atS + e.durationS - (e.rampS ?? 10), e.atS + e.durationS],
+    ]);
+  const duringRamp = (change) => ramps.some(([from, to]) => change.at < to && change.at + 6 > from && change.at !== to);
+  return {
+    times: [...new Set(times)].filter((t) => t < seconds).sort((a, b) => a - b),
+    steps,
+    others: others.filter((change) => !duringRamp(change)),
+  };
 }
 
 /** When the grid came back within ±BAND_W of the target for SETTLED_S after `from` (undefined: not before `end`). */
