@@ -105,12 +105,12 @@ describe('charge mode reaching its SOC mid-run', function () {
     sim.exactSoc.should.be.above(TARGET_SOC - CHARGE_RESUME_PCT);
     // Grid charging stays on while the mode may charge again (below the resume margin); the mode's end restores it.
     should(sim.value(GRID_CHARGING)).equal(ON);
-    // Normal steers from the battery as read at the SOC, not from the charge its models followed: the house's 400 W
-    // within 3 s, not seconds of a charge settling that had ended. (A read at the moment the device stopped shows it
-    // still coming back from the charge; then the first reading or two may wait for it.)
+    // Normal steers onto the house's 400 W, not a charge its models still follow. How soon depends on when 6000 was
+    // read: one read just as the device stopped shows it still coming back from the charge, and normal's first
+    // setpoint waits for the models to settle (seen under load in CI); the node's test below guards the restart.
     const before = decisions.length;
     controller.setMode('normal');
-    await until(() => decisions.slice(before).some((d) => d.action === 'set'), 3000, 'the first setpoint in normal');
+    await until(() => decisions.slice(before).some((d) => d.action === 'set'), 8000, 'the first setpoint in normal');
     const first = decisions.slice(before).find((d) => d.action === 'set')!;
     should(first).containEql({ reason: 'load' });
     first.setpoint!.should.be.approximately(400, 40);
