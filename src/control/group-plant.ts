@@ -30,6 +30,7 @@ import {
 } from './device-plant';
 import { SPLIT_DEFAULTS, heading, splitGroup, type GroupUnit, type SplitMemory, type SplitOptions, type UnitReason } from './group-split';
 import type { RegulatorSettings } from './regulator';
+import { response } from './plant-family';
 import { isLeftOut, unitHealth, type HealthOptions, type LeftOutReason, type UnitHealth } from './unit-health';
 
 /** One device of the group. */
@@ -98,20 +99,18 @@ type Read = { watts: number; at: number };
 type Step = { value: number; at: number };
 
 /**
- * A unit's power at `second.at` from `first` under a lag of `lagMs`: its setpoints (`steps`, acknowledged at `at`)
- * acting FIT_DEAD_MS later, each approached at the rate of a first-order lag.
+ * A unit's power at `until` from the read `first` under a lag of `lagMs`: the plant model's response() to its setpoints
+ * (`steps`, acknowledged at `at`, acting FIT_DEAD_MS later), from the one acting at the read on.
  */
 function follow(steps: readonly Step[], first: Read, until: number, lagMs: number): number {
-  const acting = (t: number) => [...steps].reverse().find((s) => s.at + FIT_DEAD_MS <= t)?.value;
-  const changes = steps.map((s) => s.at + FIT_DEAD_MS).filter((t) => t > first.at && t < until);
-  let power = first.watts;
-  let t = first.at;
-  for (const next of [...changes, until]) {
-    const value = acting(t);
-    if (value !== undefined) power = value + (power - value) * Math.exp(-(next - t) / lagMs);
-    t = next;
-  }
-  return power;
+  const from = first.at - FIT_DEAD_MS;
+  const acting = [...steps].reverse().find((s) => s.at <= from);
+  const history = [...(acting ? [{ value: acting.value, at: from }] : []), ...steps.filter((s) => s.at > from)].map((s) => ({
+    value: s.value,
+    startAt: s.at,
+    ackAt: s.at,
+  }));
+  return response({ delayMs: FIT_DEAD_MS, lagMs, from: 'ackAt' }, history, first.watts, until);
 }
 
 /**
