@@ -142,6 +142,7 @@ const share = (u: Unit) => u.pulse?.final ?? u.setpointW;
 
 /** A reading older than this does not tell the split whether a unit still moves (ms). */
 const FRESH_MS = 10000;
+const freshRead = (u: Unit, now: number) => (u.delivered && now - u.delivered.at < FRESH_MS ? u.delivered : undefined);
 /** A unit's lag is learned from two reads at most this far apart (ms) between which it moved at least LAG_MOVE_W. */
 const LAG_READS_MS = 5000;
 const LAG_MOVE_W = 100;
@@ -357,7 +358,7 @@ export class GroupPlant implements BatteryPlant {
   private handOverPulse(u: Unit, share: number): number | undefined {
     if (u.lagMs === undefined || Math.abs(share) < HAND_OVER_MIN_W || Math.sign(u.setpointW) === Math.sign(share)) return undefined;
     const now = this.now();
-    const fresh = u.delivered && now - u.delivered.at < FRESH_MS ? u.delivered : undefined;
+    const fresh = freshRead(u, now);
     const power = fresh ? heading(u.before, fresh, u.setpointW, now) : 0;
     const distance = share - power;
     if (distance * Math.sign(share) <= 0) return undefined;
@@ -529,7 +530,7 @@ export class GroupPlant implements BatteryPlant {
     const { dischargeSoc } = this.settings;
     const chargeSoc = this.total !== undefined && this.total < 0 && this.totalSoc !== undefined ? this.totalSoc : this.settings.chargeSoc;
     return this.units.map((u) => {
-      const fresh = u.delivered && now - u.delivered.at < FRESH_MS ? u.delivered : undefined;
+      const fresh = freshRead(u, now);
       return {
         id: u.member.id,
         maxChargeW: u.plant.limits.chargeLimit,
