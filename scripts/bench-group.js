@@ -43,7 +43,7 @@ const path = require('node:path');
 const { zeroFlow, drive } = require('./bench-zero-matrix.js');
 
 const DIST = path.resolve(__dirname, '..', 'dist');
-const { REAL_TIME } = require(path.join(DIST, 'src', 'points', 'catalogue.js'));
+const { MODEL_CLASSES, REAL_TIME } = require(path.join(DIST, 'src', 'points', 'catalogue.js'));
 const TARGET_W = 0;
 const SAMPLE_MS = 100;
 const FAST = [80, 120];
@@ -80,10 +80,10 @@ const LONG_HOUSES = {
 const LONG_EFFICIENCY = 0.94;
 /** The units of the run: the first two, or all three with --units 3 (the third slow: dead time 2 s, lag 5 s). */
 const ALL_UNITS = [
-  { key: 'big', model: '2000', initialSoc: 80, deadTimeS: 1, lagS: 1.5, maxChargeW: 2400, maxDischargeW: 2400 },
-  { key: 'small', model: '1600', initialSoc: 40, deadTimeS: 1.5, lagS: 3, maxChargeW: 1200, maxDischargeW: 800 },
-  { key: 'third', model: '2000', initialSoc: 60, deadTimeS: 2, lagS: 5, maxChargeW: 2400, maxDischargeW: 2400 },
-];
+  { key: 'big', model: '2000', initialSoc: 80, deadTimeS: 1, lagS: 1.5 },
+  { key: 'small', model: '1600', initialSoc: 40, deadTimeS: 1.5, lagS: 3 },
+  { key: 'third', model: '2000', initialSoc: 60, deadTimeS: 2, lagS: 5 },
+].map((u) => ({ ...u, maxChargeW: MODEL_CLASSES[u.model].maxChargePower, maxDischargeW: MODEL_CLASSES[u.model].maxDischargePower }));
 let UNITS = ALL_UNITS.slice(0, 2);
 /** The shortest dead time of the group: when the fastest unit could respond to a command sent now. */
 const fastestS = () => Math.min(...UNITS.map((u) => u.deadTimeS));

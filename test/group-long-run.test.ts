@@ -10,8 +10,8 @@ import type { HouseScenario } from '../src/simulator';
 
 const HOURS = 2;
 const UNITS: LongUnit[] = [
-  { key: 'full', model: '2000', initialSoc: 80, deadTimeS: 1, lagS: 1.5, maxChargeW: 2400, maxDischargeW: 2400, capacityKwh: 3 },
-  { key: 'empty', model: '2000', initialSoc: 40, deadTimeS: 1.5, lagS: 3, maxChargeW: 2400, maxDischargeW: 2400, capacityKwh: 3 },
+  { key: 'full', model: '2000', initialSoc: 80, deadTimeS: 1, lagS: 1.5, capacityKwh: 3 },
+  { key: 'empty', model: '2000', initialSoc: 40, deadTimeS: 1.5, lagS: 3, capacityKwh: 3 },
 ];
 /** 1 kW drawn from the batteries, or 1 kW of surplus for them, ± 10 W. */
 const DISCHARGE: HouseScenario = { seed: 31, baseLoadW: 1000, noiseW: 10 };

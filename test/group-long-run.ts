@@ -15,7 +15,8 @@ import type { BatteryPlant, PlantOutcome, PlantReading, ReadOptions, SendOptions
 import { CONTROL_DEFAULTS, controlValues, parseControl, type ControlOptions } from '../src/control/control';
 import type { RegulatorSettings } from '../src/control/regulator';
 import { zeroFeedInSettings } from '../src/editor/inputs';
-import { REAL_TIME, type PowerLimits } from '../src/points/catalogue';
+import { groupLimits } from '../src/flow/zero-feed-in';
+import { MODEL_CLASSES, REAL_TIME, type PowerLimits } from '../src/points/catalogue';
 import { DeviceSimulator, SharedHouse, type HouseScenario } from '../src/simulator';
 import type { ModelClass } from '../src/points/catalogue';
 import { VirtualClock, settle } from './virtual-clock';
@@ -32,8 +33,6 @@ export interface LongUnit {
   initialSoc: number;
   deadTimeS: number;
   lagS: number;
-  maxChargeW: number;
-  maxDischargeW: number;
   /** Default: the model class's rated capacity. */
   capacityKwh?: number;
 }
@@ -207,19 +206,21 @@ export async function groupLongRun(options: LongRunOptions): Promise<LongRecord>
         serialNumber: `SIMLONG00000000${i + 1}`,
       }),
   );
-  const sum = (key: 'maxChargeW' | 'maxDischargeW') => options.units.reduce((total, u) => total + u[key], 0);
+  // Each unit at its model class's limits (the catalogue's), the group at their sum as the node has it.
+  const limits = options.units.map(({ model }) => ({
+    chargeLimit: MODEL_CLASSES[model].maxChargePower,
+    dischargeLimit: MODEL_CLASSES[model].maxDischargePower,
+  }));
   const config = zeroFeedInSettings(
     { meterSource: 'message', meterInterval: 1, target: 0, onStop: 'self-consumption' },
-    { chargeLimit: sum('maxChargeW'), dischargeLimit: sum('maxDischargeW') },
+    groupLimits(limits.map((unitLimits) => ({ limits: unitLimits }))),
   );
   const clock = new VirtualClock();
   const now = () => clock.now;
   const restore = clock.install();
   const record: LongRecord = { samples: [], errorWh: 0, selfUseWh: 0, movedWh: 0, groupWh: 0, writes: [], failures: [] };
   try {
-    const plants = options.units.map(
-      (u, i) => new SimulatedUnit(sims[i], { chargeLimit: u.maxChargeW, dischargeLimit: u.maxDischargeW }, now, config.regulator),
-    );
+    const plants = options.units.map((_, i) => new SimulatedUnit(sims[i], limits[i], now, config.regulator));
     const members = options.units.map((u, i) => ({ id: u.key, session: plants[i], capacityWh: sims[i].ratedCapacityKwh * 1000 }));
     const group = new GroupPlant(members, config.regulator, { now });
     const host = {
