@@ -445,6 +445,18 @@ export class Regulator {
     else this.pulse = undefined;
   }
 
+  /**
+   * The device moved by itself (it stopped at its SOC): the battery is where `power` (6000, read at `now`) says, the
+   * setpoint it holds stays, and the models start again from there.
+   */
+  restartFrom(power: number, now: number): void {
+    const { acknowledged, stands } = this;
+    this.handedBack();
+    [this.acknowledged, this.stands] = [acknowledged, stands];
+    this.base = power;
+    this.readback = { power, at: now };
+  }
+
   /** The battery was handed back (self-consumption): its power is no longer the setpoint's. */
   handedBack(): void {
     this.pending = undefined;

@@ -77,7 +77,7 @@ export class ZeroFeedInController {
   private readonly timers = new Set<NodeJS.Timeout>();
   private tickTimer: NodeJS.Timeout | undefined;
   /** The hand-backs under way (disable, time-out), so that a close waits for every one rather than racing them. */
-  private readonly handBacks = new Set<Promise<void>>();
+  private readonly handBacks = new Set<Promise<unknown>>();
   /** When this controller's last write was acknowledged (performance.now(), as the queue's known values). */
   private ownWriteAt = -Infinity;
   private closed = false;
@@ -99,6 +99,30 @@ export class ZeroFeedInController {
   private fixedCharging = true;
   /** In charge or standby: the last grid reading, for the regulator's first decision when the mode ends. */
   private fixedReading: { grid: number; at: number } | undefined;
+  /**
+   * Normal after a mode that set the setpoint itself (from `since`) decides once the battery was read, from the latest
+   * reading: the device's meter read with it, or the last from one interval before `since` on (a message taken while
+   * the read was under way too), not a reading later.
+   */
+  private decideAfterRest(since: number, meter?: number): void {
+    if (meter !== undefined) return this.take(meter);
+    const last = this.heard ?? this.fixedReading;
+    if (last && since - last.at <= this.config.meterIntervalMs) this.take(last.grid);
+  }
+
+  /** The battery as read now is where the regulator starts (with the device's meter, its reading). Never rejects. */
+  private async restartFromRead(): Promise<number | undefined> {
+    try {
+      const { battery, soc, meter } = await this.plant.read(this.config.meterSource === 'device');
+      if (soc !== undefined) this.regulator.observeSoc(soc, this.now());
+      if (battery !== undefined) this.regulator.restartFrom(battery, this.now());
+      return meter;
+    } catch (error) {
+      this.failure(error);
+      return undefined;
+    }
+  }
+
   /** Out of charge: grid charging goes back once the new mode decided (see setMode). */
   private gridChargingAfter = false;
   /** Grid charging's writes, one after another; a close waits for them. */
@@ -230,9 +254,11 @@ export class ZeroFeedInController {
     }
     if (!regulated(was)) {
       this.regulator.resume(now);
-      // The regulator decides at once from the mode's last reading (no older than one interval), not a reading later.
-      const last = this.fixedReading;
-      if (last && now - last.at <= this.config.meterIntervalMs) this.reading(last.grid);
+      // The battery may have moved by itself meanwhile (stopped at its SOC, maybe after the last read): the regulator
+      // starts from a read of 6000 (readings wait for it), or it would steer from a charge that ended.
+      void this.track(this.restartFromRead())
+        .then((meter) => this.decideAfterRest(now, meter))
+        .catch((error: unknown) => this.failure(error));
       return;
     }
     // Hold to normal: the regulator steers on, its bound lifted. Normal to hold: no discharge from now.
@@ -323,7 +349,7 @@ export class ZeroFeedInController {
     this.timers.add(timer);
   }
 
-  private track(work: Promise<void>): Promise<void> {
+  private track<T>(work: Promise<T>): Promise<T> {
     this.handBacks.add(work);
     void work.finally(() => this.handBacks.delete(work));
     return work;
@@ -438,10 +464,7 @@ export class ZeroFeedInController {
     const change = key !== this.fixedSent;
     // At its SOC the device may have stopped by itself, short of the charge the regulator's models follow: they start
     // again from the battery as read, or a later normal would wait seconds for a charge that ended (and steer wrong).
-    if (change && fixed.reason === 'soc' && battery !== undefined) {
-      this.regulator.handedBack();
-      this.regulator.observeBattery(battery, this.now());
-    }
+    if (change && fixed.reason === 'soc' && battery !== undefined) this.regulator.restartFrom(battery, this.now());
     if (change || grid !== undefined || force) this.report(this.modeDecision(fixed.watts, grid, change ? 'set' : 'hold', fixed));
     if (!change) return this.restoreAfter();
     this.fixedSent = key;
