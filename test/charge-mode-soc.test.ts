@@ -115,7 +115,8 @@ describe('charge mode reaching its SOC mid-run', function () {
     sim.exactSoc.should.be.above(TARGET_SOC - CHARGE_RESUME_PCT);
     // Grid charging stays on while the mode may charge again (below the resume margin); the mode's end restores it.
     should(sim.value(GRID_CHARGING)).equal(ON);
-    // Normal steers onto the house's 400 W, not a charge its models still follow.
+    // From rest, normal steers onto the house's 400 W, not a charge its models still follow.
+    await until(() => Math.abs(sim.batteryPower) < 5, 5000, 'the battery at rest');
     await normalSteersOntoTheLoad(controller, decisions, 3000);
     await until(() => sim.batteryPower > 300, 8000, 'discharging in normal');
     await until(() => sim.value(GRID_CHARGING) === OFF, 5000, 'grid charging back off');

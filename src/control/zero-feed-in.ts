@@ -99,30 +99,6 @@ export class ZeroFeedInController {
   private fixedCharging = true;
   /** In charge or standby: the last grid reading, for the regulator's first decision when the mode ends. */
   private fixedReading: { grid: number; at: number } | undefined;
-  /**
-   * Normal after a mode that set the setpoint itself (from `since`) decides once the battery was read, from the latest
-   * reading: the device's meter read with it, or the last from one interval before `since` on (a message taken while
-   * the read was under way too), not a reading later.
-   */
-  private decideAfterRest(since: number, meter?: number): void {
-    if (meter !== undefined) return this.take(meter);
-    const last = this.heard ?? this.fixedReading;
-    if (last && since - last.at <= this.config.meterIntervalMs) this.take(last.grid);
-  }
-
-  /** The battery as read now is where the regulator starts (with the device's meter, its reading). Never rejects. */
-  private async restartFromRead(): Promise<number | undefined> {
-    try {
-      const { battery, soc, meter } = await this.plant.read(this.config.meterSource === 'device');
-      if (soc !== undefined) this.regulator.observeSoc(soc, this.now());
-      if (battery !== undefined) this.regulator.restartFrom(battery, this.now());
-      return meter;
-    } catch (error) {
-      this.failure(error);
-      return undefined;
-    }
-  }
-
   /** Out of charge: grid charging goes back once the new mode decided (see setMode). */
   private gridChargingAfter = false;
   /** Grid charging's writes, one after another; a close waits for them. */
@@ -270,6 +246,30 @@ export class ZeroFeedInController {
     if (ending || entry !== steady) {
       this.report(this.modeDecision(entry, undefined));
       this.restoreAfter(this.send(entry, true));
+    }
+  }
+
+  /**
+   * Normal after a mode that set the setpoint itself (from `since`) decides once the battery was read, from the latest
+   * reading: the device's meter read with it, or the last from one interval before `since` on (a message taken while
+   * the read was under way too), not a reading later.
+   */
+  private decideAfterRest(since: number, meter?: number): void {
+    if (meter !== undefined) return this.take(meter);
+    const last = this.heard ?? this.fixedReading;
+    if (last && since - last.at <= this.config.meterIntervalMs) this.take(last.grid);
+  }
+
+  /** The battery as read now is where the regulator starts; resolves with the device's meter read with it. Never rejects. */
+  private async restartFromRead(): Promise<number | undefined> {
+    try {
+      const { battery, soc, meter } = await this.plant.read(this.config.meterSource === 'device');
+      if (soc !== undefined) this.regulator.observeSoc(soc, this.now());
+      if (battery !== undefined) this.regulator.restartFrom(battery, this.now());
+      return meter;
+    } catch (error) {
+      this.failure(error);
+      return undefined;
     }
   }
 
