@@ -82,12 +82,19 @@ const TOLERANCE_W = 60;
 
 /** A change of the implied load beyond this (W) is a load step, not the meter's noise. */
 const NOT_NOISE_W = 200;
+/**
+ * The noise is measured on the change of the change from reading to reading, which is √3 times the change for noise
+ * that is independent from reading to reading: divided by it, the estimate is on the change's scale.
+ */
+const RAMP_FREE_SCALE = Math.sqrt(3);
 /** Weight of a reading in the noise estimate: about the last 20 count. */
 const NOISE_WEIGHT = 0.05;
 
 export class PlantIdentifier {
   private readonly cost: Float64Array;
   private implied: Float64Array | undefined;
+  /** The implied loads of the reading before `implied`. */
+  private before: Float64Array | undefined;
   private excitation = 0;
   private unseen: { delta: number; at: number }[] = [];
   private consistentModels: PlantModel[];
@@ -107,6 +114,7 @@ export class PlantIdentifier {
   /** A gap in what is known of the battery (a hand-back): the next reading starts afresh. */
   interrupt(): void {
     this.implied = undefined;
+    this.before = undefined;
   }
 
   /** A grid reading at `at`, once every setpoint that may show in it is in `history`. */
@@ -116,11 +124,13 @@ export class PlantIdentifier {
       implied[i] = grid + response(this.models[i]!, history, base, at);
       this.cost[i] = this.cost[i]! * FORGET + (this.implied ? Math.abs(implied[i]! - this.implied[i]!) : 0);
     }
-    if (this.implied) {
+    if (this.implied && this.before) {
+      // A change of the change: a ramp (a cloud over the PV) changes the load steadily, that is no noise.
       const best = this.cost.indexOf(Math.min(...this.cost));
-      const change = Math.abs(implied[best]! - this.implied[best]!);
+      const change = Math.abs(implied[best]! - 2 * this.implied[best]! + this.before[best]!) / RAMP_FREE_SCALE;
       if (change < NOT_NOISE_W) this.noise += (change - this.noise) * Math.max(NOISE_WEIGHT, 1 / ++this.noiseCount);
     }
+    this.before = this.implied;
     this.implied = implied;
     this.excitation *= FORGET;
     while (this.unseen.length && this.unseen[0]!.at + SEEN_AFTER_MS <= at) this.excitation += this.unseen.shift()!.delta;
@@ -130,7 +140,10 @@ export class PlantIdentifier {
     this.consistentModels = this.models.filter((_, i) => this.cost[i]! <= best + tolerance);
   }
 
-  /** The mean change (W) of the load the best model implies from one reading to the next, load steps left out. */
+  /**
+   * The mean change (W) of the load the best model implies from one reading to the next, load steps and ramps left out
+   * (measured on the change of the change).
+   */
   get noiseW(): number {
     return this.noise;
   }

@@ -161,6 +161,8 @@ const AT_ONCE_MS = 50;
 /** A move smaller than this (W) or this many dead bands is a plain step, not worth a pulse. */
 const MIN_PULSE_W = 150;
 const PULSE_DEAD_BANDS = 4;
+/** A move of the setpoint under this many dead bands is a trim: it needs two readings (see confirmedTrim). */
+const TRIM_BANDS = 2;
 /** A move up to this many times the moves the same way still showing continues a ramp. */
 const RAMP_RATIO = 2;
 /** The dead band is at least this many times the meter's noise (the mean change between readings)... */
@@ -221,6 +223,9 @@ export class Regulator {
    * battery slower); 0 when it had none. One is enough.
    */
   private boosted = 0;
+  /** Readings so far, and a trim the last one asked for (see confirmedTrim). */
+  private readings = 0;
+  private trimAsked: { wanted: number; reading: number } | undefined;
 
   private current: RegulatorSettings;
 
@@ -479,6 +484,7 @@ export class Regulator {
    * then replaces the models. Returns the decision; a 'set' must be followed by acknowledge() or failed().
    */
   meter(grid: number, now: number, battery?: number): Decision {
+    this.readings++;
     const bracket = this.heldBracket(battery);
     this.lastReading = now;
     this.timedOut = false;
@@ -603,10 +609,11 @@ export class Regulator {
     if (current !== undefined && !this.beyondBand(want, current)) return this.boost(current, now, want, decision);
     const wanted = current === undefined ? (want.low + want.high) / 2 : want.low > current ? want.low : want.high;
 
-    const limited = this.limit(wanted);
+    const limited = this.limit(this.confirmedTrim(wanted, current, reason) ?? wanted);
     if (limited.reason) reason = limited.reason;
     const next = limited.value;
     if (current !== undefined && next >= this.band(current)[0] && next <= this.band(current)[1]) return decision('hold', reason);
+    if (this.trimAsked?.reading === this.readings) return decision('hold', 'dead band');
     this.followingUp = false;
     // One move, one pulse: while the battery still answers a move that had its pulse, a trim or more of the same way gets
     // none. A trim would get a pulse sized for all the way a slow battery still has to go (an overshoot); more of the
@@ -626,6 +633,23 @@ export class Regulator {
     }
     this.pending = { value: next, decidedAt: now, steady: true };
     return decision('set', reason, next);
+  }
+
+  /**
+   * A trim (a move of the load's setpoint under TRIM_BANDS dead bands) waits for the next reading to ask for it the same
+   * way, and then goes to the mean of the two: on a noisy meter one reading at the band's edge would set the grid at the
+   * other edge, and the next such reading would move it back (a reversal). Returns the mean once confirmed; undefined
+   * otherwise (the trim then waits: `trimAsked` is this reading's).
+   */
+  private confirmedTrim(wanted: number, current: number | undefined, reason: DecisionReason): number | undefined {
+    const asked = this.trimAsked;
+    this.trimAsked = undefined;
+    if (current === undefined || reason !== 'load' || this.delivered || Math.abs(wanted - current) >= TRIM_BANDS * this.deadBand)
+      return undefined;
+    if (asked && asked.reading === this.readings - 1 && Math.sign(asked.wanted - current) === Math.sign(wanted - current))
+      return (asked.wanted + wanted) / 2;
+    this.trimAsked = { wanted, reading: this.readings };
+    return undefined;
   }
 
   /** Inside the dead band: the readings may have shown the battery slower than the fastest plant of the start, then a pulse speeds it on. */
