@@ -805,6 +805,20 @@ describe('zero feed-in regulator (src/control/regulator.ts) against a simulated 
       }
   });
 
+  it("the device's own meter: a small load change (a trim) is still followed, over two new samples, not their repeats", function () {
+    const settings = { heldMeter: true, slow: { ...PLANT_BOUNDS.slow, meterDelayS: PLANT_BOUNDS.slow.meterDelayS + 3 } };
+    // 300 W, then 35 W more at 30 s: beyond the 20 W dead band, under two of them. The samples differ by a few watts
+    // (a sample equal to the last is taken for its repeat).
+    const load = (t: number) => (t < 30 ? 300 : 335);
+    const run = simulate({ ...KETTLE_HOUSE, load, durationS: 60, holdMs: 3000, noiseW: 3, settings });
+    const trim = run.decisions.find((d) => d.action === 'set' && d.t >= 30000)!;
+    should(trim).be.ok();
+    // Two new samples show it: from 30 s on, one every 3 s unless a sample equals the last (here 30, 33 and 36 s read
+    // 35 W, 39 s 38 W). Counted with their repeats, the two never came one after the other.
+    trim.t.should.be.belowOrEqual(42000);
+    trim.setpoint!.should.be.approximately(335, 10);
+  });
+
   it("the device's own meter read in the device's queue (a pulse delays the next reading): at most 1 reversal", function () {
     // Each reading is a request in a slot no setpoint takes, with battery power (6000) read in the same request: after a
     // pulse and its follow-up the held sample may be up to 3 s old. Taken with the models' battery (one fixed delay

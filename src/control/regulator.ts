@@ -484,7 +484,6 @@ export class Regulator {
    * then replaces the models. Returns the decision; a 'set' must be followed by acknowledge() or failed().
    */
   meter(grid: number, now: number, battery?: number): Decision {
-    this.readings++;
     const bracket = this.heldBracket(battery);
     this.lastReading = now;
     this.timedOut = false;
@@ -495,6 +494,8 @@ export class Regulator {
     const repeat = this.settings.heldMeter === true && grid === this.lastGrid;
     this.lastGrid = grid;
     if (repeat) return decision('hold', this.pending ? 'in flight' : 'settling');
+    // A repeat is no reading of its own: a trim's second reading is the next new sample.
+    this.readings++;
     if (this.screen(grid, now, [grid + low, grid + high])) return decision('hold', 'suspect');
     this.identify(grid, now);
     if (this.pending) return decision('hold', 'in flight');
