@@ -592,10 +592,14 @@ export class Regulator {
 
   /**
    * The setpoints that hold at `current`: the band leans toward import, a move down (export) comes at half the band,
-   * a move up (import) at the whole band. So a steady grid lies in [target - band/2, target + band].
+   * a move up (import) at the whole band. So a steady grid lies in [target - band/2, target + band]. Charging without
+   * grid charging it leans toward export ([target - band, target + band/2]): an import then is the grid's energy
+   * going into the battery.
    */
   private band(current: number): [number, number] {
-    return [current - this.deadBand / 2, current + this.deadBand];
+    const band = this.deadBand;
+    if (current < 0 && !this.settings.gridCharge) return [current - band, current + band / 2];
+    return [current - band / 2, current + band];
   }
 
   /** Whether the whole interval of wanted setpoints lies outside the dead band around `current`. */
