@@ -56,17 +56,7 @@ const CONTROLLERS = ['nodes', 'equal', 'group', 'regulator'];
 /** The node's default dead band (W): the switched-off run counts the grid back within it. */
 const DEAD_BAND_W = 20;
 
-const HOUSE = {
-  seed: 25,
-  baseLoadW: 300,
-  noiseW: 10,
-  appliances: [{ name: 'fridge', powerW: 110, onS: 40, offS: 60, startS: 5 }],
-  pvW: 900,
-  events: [
-    { name: 'kettle', atS: 20, durationS: 30, loadW: 2000 },
-    { name: 'cloud', atS: 62, durationS: 26, cloud: 0.85, rampS: 5 },
-  ],
-};
+const HOUSE = require(path.join(DIST, 'test', 'group-long-run.js')).benchHouse();
 const FEED = { everyS: 1, startS: 0.5 };
 /** The switched-off run: 700 W ± 10 W and no PV, which the fuller unit carries alone and the other can take over. */
 const OFF_HOUSE = { seed: 27, baseLoadW: 700, noiseW: 10 };

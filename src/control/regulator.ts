@@ -223,11 +223,23 @@ export class Regulator {
   private boosted = 0;
 
   private current: RegulatorSettings;
+  /** The plant's own estimate of the battery's power (useEstimate()). */
+  private estimate: ((at: number) => number | undefined) | undefined;
 
   constructor(settings: RegulatorSettings, now: number) {
     this.current = settings;
     this.lastReading = now;
     this.identifier = new PlantIdentifier(plantFamily(settings.fast, settings.slow));
+  }
+
+  /**
+   * A plant that knows its battery's power better than one model of the family (a group: each unit by its own lag,
+   * src/control/group-plant.ts): its estimate counts instead of the consistent models' range, within what any plant of
+   * the family could show. The consistent models cannot follow a hand-over from one unit to another that lags
+   * differently, and bounded by them the estimate took their wrong edge. Undefined: the range.
+   */
+  useEstimate(estimate: (at: number) => number | undefined): void {
+    this.estimate = estimate;
   }
 
   /** The settings in force: those given, with a target changed by setTarget(). */
@@ -840,7 +852,11 @@ export class Regulator {
     const last = this.history.at(-1);
     const settledAt = last ? last.ackAt + Math.max(...models.map(settleMs)) : -Infinity;
     if (this.readback && this.readback.at >= settledAt && !this.pending) return [this.readback.power, this.readback.power];
-    return this.modelInterval(now);
+    const known = this.estimate?.(now);
+    if (known === undefined) return this.modelInterval(now);
+    const [low, high] = this.modelInterval(now, this.identifier.models);
+    const point = Math.min(high, Math.max(low, known));
+    return [point, point];
   }
 
   /** The range of the battery's power as the meter shows it at `at`, over every plant consistent with the readings. */
