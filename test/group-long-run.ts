@@ -61,6 +61,8 @@ export interface LongRunOptions {
   sampleS: number;
   /** One-way, 0 to 1 (see DeviceSimulator's efficiency). */
   efficiency: number;
+  /** Each meter reading reaches the controller this much after it was taken (s; default 0). */
+  meterLateS?: number;
 }
 
 export interface LongSample {
@@ -206,7 +208,7 @@ export class SimulatedUnit implements BatteryPlant {
 
 /** The group regulator on `options.units` through `options.seconds` of `options.house`; the globals' timers are virtual meanwhile. */
 export async function groupLongRun(options: LongRunOptions): Promise<LongRecord> {
-  const house = new SharedHouse({ house: options.house, timeScale: 0, meterFeed: { everyS: 1, startS: 0.5 } });
+  const house = new SharedHouse({ house: options.house, timeScale: 0, meterFeed: { everyS: 1, startS: 0.5, lateS: options.meterLateS } });
   const sims = options.units.map(
     (u, i) =>
       new DeviceSimulator({
