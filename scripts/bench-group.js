@@ -38,7 +38,9 @@
 // as the node wires them, on a virtual clock against simulated units: test/group-long-run.ts), each unit's SOC and
 // the spread every half hour, grid error, self-use and writes. Needs `npm run build:test`.
 // Options: --seconds <n> (30 to 300), --only nodes,equal,group,regulator, --long on|off, --off on|off (the
-// switched-off run), --units 2|3|both (default both; a third unit: 2400 class at 60 %, dead time 2 s, lag 5 s).
+// switched-off run), --units 2|3|both (default both; a third unit: 2400 class at 60 %, dead time 2 s, lag 5 s),
+// --trace <file.json> (after each table: the 2-second windows where the group regulator's grid error exceeds the group
+// oracle's most; the file gets both runs' samples every 0.1 s and the regulator's output messages).
 const path = require('node:path');
 const { zeroFlow, drive } = require('./bench-zero-matrix.js');
 
@@ -54,17 +56,7 @@ const CONTROLLERS = ['nodes', 'equal', 'group', 'regulator'];
 /** The node's default dead band (W): the switched-off run counts the grid back within it. */
 const DEAD_BAND_W = 20;
 
-const HOUSE = {
-  seed: 25,
-  baseLoadW: 300,
-  noiseW: 10,
-  appliances: [{ name: 'fridge', powerW: 110, onS: 40, offS: 60, startS: 5 }],
-  pvW: 900,
-  events: [
-    { name: 'kettle', atS: 20, durationS: 30, loadW: 2000 },
-    { name: 'cloud', atS: 62, durationS: 26, cloud: 0.85, rampS: 5 },
-  ],
-};
+const HOUSE = require(path.join(DIST, 'test', 'group-long-run.js')).benchHouse();
 const FEED = { everyS: 1, startS: 0.5 };
 /** The switched-off run: 700 W ± 10 W and no PV, which the fuller unit carries alone and the other can take over. */
 const OFF_HOUSE = { seed: 27, baseLoadW: 700, noiseW: 10 };
@@ -89,7 +81,7 @@ let UNITS = ALL_UNITS.slice(0, 2);
 const fastestS = () => Math.min(...UNITS.map((u) => u.deadTimeS));
 
 function options(argv) {
-  const chosen = { seconds: 100, only: CONTROLLERS, long: true, units: 'both', off: true };
+  const chosen = { seconds: 100, only: CONTROLLERS, long: true, units: 'both', off: true, trace: undefined };
   for (let i = 0; i < argv.length; i += 2) {
     const [flag, value] = [argv[i], argv[i + 1]];
     if (flag === '--seconds') chosen.seconds = Number(value);
@@ -97,7 +89,8 @@ function options(argv) {
     else if (flag === '--long') chosen.long = value !== 'off';
     else if (flag === '--units') chosen.units = value === 'both' ? value : Number(value);
     else if (flag === '--off') chosen.off = value !== 'off';
-    else throw new Error(`unknown option ${flag}; --seconds, --only, --long on|off, --units 2|3|both, --off on|off`);
+    else if (flag === '--trace') chosen.trace = value;
+    else throw new Error(`unknown option ${flag}; --seconds, --only, --long on|off, --units 2|3|both, --off on|off, --trace <file>`);
   }
   for (const name of chosen.only)
     if (!CONTROLLERS.includes(name)) throw new Error(`unknown controller ${name}; one of ${CONTROLLERS.join(', ')}`);
@@ -384,6 +377,7 @@ function figures(record, seconds) {
 async function main() {
   const settings = options(process.argv.slice(2));
   const notes = [];
+  const traces = {};
   const sets = settings.units === 'both' ? [2, 3] : [settings.units];
   const live = [];
   for (const n of sets) {
@@ -406,7 +400,9 @@ async function main() {
     if (liveRow('regulator'))
       rows.push({ label: 'group regulator: one zero feed-in node on all units (Node-RED)', record: liveRow('regulator'), group: true });
     table(rows, settings.seconds);
+    if (settings.trace) traces[n] = trace(rows);
   }
+  if (settings.trace) require('node:fs').writeFileSync(settings.trace, JSON.stringify(traces));
   UNITS = ALL_UNITS.slice(0, 2);
   const off = live.find((run) => run.row === 'off');
   if (off) offReport(off, settings.seconds);
@@ -440,6 +436,36 @@ function table(rows, seconds) {
   }
   if (errors.oracle !== undefined && errors.group !== undefined)
     console.log(`\nGroup regulator's grid error: ${(errors.group / errors.oracle).toFixed(2)} × the group oracle's (wanted ≤ 1.5).`);
+}
+
+/** A window's grid error (Wh) from 0.1 s samples. */
+const windowWh = (samples, from, to) =>
+  samples.filter((s) => s.t > from && s.t <= to).reduce((sum, s) => sum + (Math.abs(s.grid - TARGET_W) * SAMPLE_MS) / 1000 / 3600, 0);
+
+/**
+ * --trace: the 2-second windows where the group regulator's grid error exceeds the group oracle's most (the house's
+ * net load, and each run's setpoints and powers per unit at the window's start); returns both runs for the file.
+ */
+function trace(rows) {
+  const oracle = rows.find((r) => r.oracle)?.record;
+  const group = rows.find((r) => r.group)?.record;
+  if (!oracle || !group) return undefined;
+  const end = Math.min(oracle.samples.at(-1).t, group.samples.at(-1).t);
+  const windows = [];
+  for (let from = 0; from < end; from += 2)
+    windows.push({ from, oracle: windowWh(oracle.samples, from, from + 2), group: windowWh(group.samples, from, from + 2) });
+  const at = (samples, t) => samples.find((s) => s.t >= t) ?? samples.at(-1);
+  const units = (s) => s.units.map((u) => `${u.s}/${Math.round(u.b)}`).join(' · ');
+  console.log('\nWhere the group regulator loses (2 s windows, largest excess first; setpoint/power per unit at the start):\n');
+  console.log('| window (s) | net load (W) | oracle (Wh) | regulator (Wh) | excess (Wh) | oracle units | regulator units |');
+  console.log('|---|---|---|---|---|---|---|');
+  for (const w of [...windows].sort((a, b) => b.group - b.oracle - (a.group - a.oracle)).slice(0, 12)) {
+    const [o, g] = [at(oracle.samples, w.from), at(group.samples, w.from)];
+    console.log(
+      `| ${w.from}-${w.from + 2} | ${Math.round(g.net)} | ${w.oracle.toFixed(2)} | ${w.group.toFixed(2)} | ${(w.group - w.oracle).toFixed(2)} | ${units(o)} | ${units(g)} |`,
+    );
+  }
+  return { oracle: oracle.samples, group: group.samples, messages: group.messages };
 }
 
 /** When the grid came back within the dead band after the jump that followed `offAt` (s), from the meter's readings. */

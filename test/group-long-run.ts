@@ -21,6 +21,22 @@ import { DeviceSimulator, SharedHouse, type HouseScenario } from '../src/simulat
 import type { ModelClass } from '../src/points/catalogue';
 import { VirtualClock, settle } from './virtual-clock';
 
+/**
+ * The house of the group bench (scripts/bench-group.js), 100 s: 300 W ± 10 W, a fridge, 900 W of PV; a 2 kW kettle
+ * 20-50 s, a cloud taking 85 % of the PV 62-88 s (5 s ramps): the direction reverses four times.
+ */
+export const benchHouse = (seed = 25): HouseScenario => ({
+  seed,
+  baseLoadW: 300,
+  noiseW: 10,
+  appliances: [{ name: 'fridge', powerW: 110, onS: 40, offS: 60, startS: 5 }],
+  pvW: 900,
+  events: [
+    { name: 'kettle', atS: 20, durationS: 30, loadW: 2000 },
+    { name: 'cloud', atS: 62, durationS: 26, cloud: 0.85, rampS: 5 },
+  ],
+});
+
 /** The device's pace and response time, as scripts/bench-day.js has them (ms). */
 const PACE_MS = 1000;
 const ANSWER_MS = 400;
@@ -45,6 +61,8 @@ export interface LongRunOptions {
   sampleS: number;
   /** One-way, 0 to 1 (see DeviceSimulator's efficiency). */
   efficiency: number;
+  /** Each meter reading reaches the controller this much after it was taken (s; default 0). */
+  meterLateS?: number;
 }
 
 export interface LongSample {
@@ -190,7 +208,7 @@ export class SimulatedUnit implements BatteryPlant {
 
 /** The group regulator on `options.units` through `options.seconds` of `options.house`; the globals' timers are virtual meanwhile. */
 export async function groupLongRun(options: LongRunOptions): Promise<LongRecord> {
-  const house = new SharedHouse({ house: options.house, timeScale: 0, meterFeed: { everyS: 1, startS: 0.5 } });
+  const house = new SharedHouse({ house: options.house, timeScale: 0, meterFeed: { everyS: 1, startS: 0.5, lateS: options.meterLateS } });
   const sims = options.units.map(
     (u, i) =>
       new DeviceSimulator({

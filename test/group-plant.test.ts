@@ -66,6 +66,20 @@ describe('group plant (src/control/group-plant.ts): several devices behind one m
     report[1].soc!.should.equal(80);
   });
 
+  it('an overdrive runs the units its steady setpoint needs: a pulse beyond 80 % of one unit’s maximum brings no second unit in', async () => {
+    const plant = await group([80, 40]);
+    await plant.read(false);
+    // 1500 W, one unit's work, reached by a pulse of 2600 W: the fuller unit takes the pulse up to its limit.
+    const outcome = await plant.apply(2600, { urgent: false, steady: 1500, onStart: () => undefined });
+    outcome.watts.should.equal(2400);
+    held(sims[0]).should.equal(2400);
+    held(sims[1]).should.equal(0);
+    plant.report()[1].reason.should.equal('staged out');
+    // The same total as a steady setpoint runs both.
+    await send(plant, 2600);
+    held(sims[1]).should.be.above(0);
+  });
+
   it('a total above 80 % of one unit’s maximum runs both; a reversal never has one unit charging while the other discharges', async () => {
     const plant = await group([60, 60]);
     await plant.read(false);

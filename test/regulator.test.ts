@@ -593,6 +593,23 @@ describe('zero feed-in regulator (src/control/regulator.ts) against a simulated 
     should(regulator.meter(500, 300, 300)).containEql({ action: 'set', setpoint: 800, battery: 300 });
   });
 
+  it('a plant’s own estimate of the battery (a group’s, each unit by its own lag) counts instead of the models’ range, within the family', function () {
+    const after = (estimate?: (at: number) => number | undefined) => {
+      const regulator = new Regulator(SETTINGS, 0);
+      if (estimate) regulator.useEstimate(estimate);
+      regulator.meter(300, 0);
+      regulator.acknowledge(300, 100);
+      // 1.5 s on, the grid shows 0: the battery gives anything from 0 to 300 W as far as the models know.
+      return regulator.meter(0, 1600);
+    };
+    should(after()).containEql({ action: 'hold' });
+    should(after(() => undefined)).containEql({ action: 'hold' });
+    // The plant knows it gives 100 W: the load is 100 W.
+    should(after(() => 100)).containEql({ action: 'set', setpoint: 100, battery: 100 });
+    // An estimate no plant of the family could show counts as the nearest it could.
+    should(after(() => 5000)).containEql({ action: 'hold', battery: 300 });
+  });
+
   it('a read-back (6000) after the battery settled replaces the setpoint as the state: the device stopped on its own', function () {
     const regulator = new Regulator(SETTINGS, 0);
     regulator.meter(600, 0);

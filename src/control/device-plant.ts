@@ -37,6 +37,8 @@ export interface SendOptions {
   onStart: () => void;
   /** The SOC a charge or discharge stops at, where not the settings' (the charge mode's). */
   soc?: number;
+  /** An overdrive's setpoint: the one it heads to (a group stages its units by that, not by the pulse). */
+  steady?: number;
 }
 
 export interface ReadOptions {
@@ -63,6 +65,8 @@ export interface BatteryPlant {
   othersWrote(since: number): OthersWrite | undefined;
   /** Stops the plant's own timers (the controller closes; a hand-back may still follow). */
   close?(): void;
+  /** Its battery's power at `at` (ms) where it knows it better than the regulator's models (a group), else undefined. */
+  estimate?(at: number): number | undefined;
 }
 
 const address = (name: string) => pointByName(name)!.address;

@@ -15,7 +15,10 @@
  * spent on the total before. So each unit's lag is learned from its own reads (fitLag(): two in a row and the setpoints
  * it followed), and a unit that joins in such a re-split gets its own pulse: a setpoint beyond its share, sized by its
  * lag so that it reaches the share one slot later, when the share follows. The regulator is told the shares, never the
- * pulse.
+ * pulse. Nor does the regulator's model of the sum count for the battery's power: the plant's estimate() does, each
+ * unit's last read carried on under its own lag through its setpoints (its pulses too), so that a hand-over is no load
+ * change to the regulator. An overdrive of the regulator runs the units its steady setpoint needs, no more; each read
+ * counts from when its request left.
  */
 import type { ClientSession } from '../device/client';
 import { pointByName, type PowerLimits } from '../points/catalogue';
@@ -87,6 +90,8 @@ interface Unit {
   lagMs?: number;
   /** Its acknowledged setpoints and when (ms), newest last: what its reads answered. */
   steps: Step[];
+  /** The setpoint under way to it (sent, not yet answered). */
+  sent?: { watts: number };
   /** A hand-over pulse in force: the share that follows it (W), and its timer. */
   pulse?: { final: number; timer?: NodeJS.Timeout };
 }
@@ -143,6 +148,8 @@ const share = (u: Unit) => u.pulse?.final ?? u.setpointW;
 /** A reading older than this does not tell the split whether a unit still moves (ms). */
 const FRESH_MS = 10000;
 const freshRead = (u: Unit, now: number) => (u.delivered && now - u.delivered.at < FRESH_MS ? u.delivered : undefined);
+/** Commanded to rest, and its last read shows it there. */
+const atRest = (u: Unit, now: number) => u.setpointW === 0 && Math.abs(freshRead(u, now)?.watts ?? Infinity) <= SPLIT_DEFAULTS.idleW;
 /** A unit's lag is learned from two reads at most this far apart (ms) between which it moved at least LAG_MOVE_W. */
 const LAG_READS_MS = 5000;
 const LAG_MOVE_W = 100;
@@ -154,6 +161,10 @@ const FIT_LAG_MS: readonly [number, number] = [200, 8000];
 const STEPS_KEPT = 16;
 /** A joining unit's share smaller than this (W) is a plain step: a pulse would gain little. */
 const HAND_OVER_MIN_W = 150;
+/** A unit's lag before its reads showed it (ms): about the geometric middle of the specification's 0.5 to 5 s. */
+const PRIOR_LAG_MS = 1500;
+/** Between its reads, a reversal's watch splits again this often (ms). */
+const WATCH_STEP_MS = 250;
 /** Added to the slowest unit's interval for the gap between a pulse and its share's request (ms). */
 const SLOT_MARGIN_MS = 200;
 
@@ -168,8 +179,13 @@ export class GroupPlant implements BatteryPlant {
   private total: number | undefined;
   /** The charge mode's SOC the total was sent with, for a split again. */
   private totalSoc: number | undefined;
+  /** The steady setpoint an overdrive's total heads to (the units staged by it), for a split again. */
+  private totalSteady: number | undefined;
   private readonly now: () => number;
   private watch: NodeJS.Timeout | undefined;
+  private step: NodeJS.Timeout | undefined;
+  /** When the reversal's watch last read the units (ms); undefined when no reversal waits. */
+  private watchReadAt: number | undefined;
   private closed = false;
 
   constructor(
@@ -240,8 +256,9 @@ export class GroupPlant implements BatteryPlant {
   private async split(watts: number, options: SendOptions, handOver: boolean): Promise<PlantOutcome> {
     this.total = watts;
     this.totalSoc = options.soc;
+    this.totalSteady = options.steady;
     const now = this.now();
-    const split = splitGroup(watts, this.splitUnits(now), now, this.memory, this.options.split);
+    const split = this.splitStaged(watts, options.steady, now);
     this.memory = split.memory;
     let started = false;
     const onStart = () => {
@@ -267,44 +284,86 @@ export class GroupPlant implements BatteryPlant {
     return { superseded, watts: sum };
   }
 
+  /** The last total split again (the plant's own re-split: a reversal's units stopped, a unit out or back, SOCs moved). */
+  private again(urgent: boolean): Promise<PlantOutcome> {
+    return this.split(this.total!, { urgent, soc: this.totalSoc, steady: this.totalSteady, onStart: () => undefined }, true);
+  }
+
+  /**
+   * The split of `watts`; an overdrive's runs the units its `steady` setpoint would run (a pulse beyond 80 % of one
+   * unit's maximum brought a second or third unit in for a second, with its self-use). The others get none of the pulse
+   * but still count for the reversal: one still moving the other way holds the rest back.
+   */
+  private splitStaged(watts: number, steady: number | undefined, now: number): ReturnType<typeof splitGroup> {
+    const units = this.splitUnits(now);
+    if (steady === undefined || Math.sign(steady) !== Math.sign(watts))
+      return splitGroup(watts, units, now, this.memory, this.options.split);
+    const staged = splitGroup(steady, units, now, this.memory, this.options.split);
+    const running = (i: number) => staged.reasons[i] === 'active';
+    const split = splitGroup(
+      watts,
+      units.map((u, i) => (running(i) ? u : { ...u, maxChargeW: 0, maxDischargeW: 0 })),
+      now,
+      this.memory,
+      this.options.split,
+    );
+    return { ...split, reasons: split.reasons.map((reason, i) => (running(i) ? reason : staged.reasons[i]!)) };
+  }
+
   /**
    * A reversal waits for the units that may still move the old way: every unit steered is read each interval (each
    * from its own queue, so no unit's writes wait for another's read), and the total is split again as soon as they
-   * have stopped, not only at the regulator's next decision. The controller learns the new sum as another writer's
-   * (othersWrote).
+   * have stopped, not only at the regulator's next decision; between the reads it is split again every WATCH_STEP_MS,
+   * so that the trend of the last two reads (heading()) frees the new way as a unit reversing itself crosses zero, not
+   * only at the read after. The controller learns the new sum as another writer's (othersWrote).
    */
   private watchReversal(): void {
+    this.stepReversal();
     if (this.watch || this.closed) return;
+    // Each read one interval after the one before left (not after its answer): the queue's own pace.
+    const delay = this.watchReadAt === undefined ? this.minIntervalMs : Math.max(0, this.watchReadAt + this.minIntervalMs - this.now());
     this.watch = setTimeout(() => {
       const now = this.now();
+      this.watchReadAt = now;
+      // A unit at rest and commanded to rest moves neither way: its read would only take its slot from the write that
+      // starts it.
       const reads = this.units
-        .filter((u) => !isLeftOut(u.health, now))
-        .map((u) =>
-          u.plant.read(false).then(
+        .filter((u) => !isLeftOut(u.health, now) && !atRest(u, now))
+        .map((u) => {
+          let left: number | undefined;
+          return u.plant.read(false, { onStart: () => (left = this.now()) }).then(
             (reading) => {
-              if (reading.battery !== undefined) this.delivered(u, reading.battery, this.now());
+              if (reading.battery !== undefined) this.delivered(u, reading.battery, left ?? this.now());
             },
             () => undefined,
-          ),
-        );
+          );
+        });
       void Promise.all(reads)
-        .then(() =>
-          this.closed || this.total === undefined
-            ? undefined
-            : this.split(this.total, { urgent: false, soc: this.totalSoc, onStart: () => undefined }, true),
-        )
+        .then(() => (this.closed || this.total === undefined ? undefined : this.again(false)))
         .catch(() => undefined)
         .finally(() => {
           this.watch = undefined;
           if (this.units.some((u) => u.reason === 'reversal')) this.watchReversal();
+          else this.watchReadAt = undefined;
         });
-    }, this.minIntervalMs);
+    }, delay);
+  }
+
+  /** The reversal's split between its reads (watchReversal()); one that still waits steps again. */
+  private stepReversal(): void {
+    if (this.step || this.closed) return;
+    this.step = setTimeout(() => {
+      this.step = undefined;
+      if (this.closed || this.total === undefined || !this.units.some((u) => u.reason === 'reversal')) return;
+      void this.again(false).catch(() => undefined);
+    }, WATCH_STEP_MS);
   }
 
   /** Stops following a reversal and any hand-over pulse (the controller closes). */
   close(): void {
     this.closed = true;
     clearTimeout(this.watch);
+    clearTimeout(this.step);
     for (const u of this.units) this.endPulse(u);
   }
 
@@ -372,6 +431,8 @@ export class GroupPlant implements BatteryPlant {
 
   private async sendNow(u: Unit, share: number, options: SendOptions): Promise<PlantOutcome | { error: unknown }> {
     this.sending++;
+    const sent = { watts: share };
+    u.sent = sent;
     try {
       const outcome = await u.plant.apply(share, options);
       if (!outcome.superseded) this.acknowledged(u, outcome.watts, this.now());
@@ -384,6 +445,7 @@ export class GroupPlant implements BatteryPlant {
       return { error };
     } finally {
       this.sending--;
+      if (u.sent === sent) u.sent = undefined;
     }
   }
 
@@ -403,12 +465,22 @@ export class GroupPlant implements BatteryPlant {
       if (!started) options.onStart?.();
       started = true;
     };
+    // When each unit's request left: its power was taken then, not when the answer came (a read may wait its turn).
+    const left = this.units.map(() => undefined as number | undefined);
     const results = await Promise.all(
       this.units.map((u, i) =>
-        u.plant.read(withMeter && i === 0, { signal: options.signal, onStart }).then(
-          (reading) => ({ reading }),
-          (error: unknown) => ({ error }),
-        ),
+        u.plant
+          .read(withMeter && i === 0, {
+            signal: options.signal,
+            onStart: () => {
+              left[i] = this.now();
+              onStart();
+            },
+          })
+          .then(
+            (reading) => ({ reading }),
+            (error: unknown) => ({ error }),
+          ),
       ),
     );
     // Withdrawn while it waited (a write needed the slots): no unit failed.
@@ -427,7 +499,7 @@ export class GroupPlant implements BatteryPlant {
         const { reading } = result;
         if (i === 0) meter = reading.meter;
         if (reading.soc !== undefined) u.soc = reading.soc;
-        if (reading.battery !== undefined) this.delivered(u, reading.battery, now);
+        if (reading.battery !== undefined) this.delivered(u, reading.battery, left[i] ?? now);
         this.observe(u, true, reading.battery);
       }
       if (isOut(u, now)) return;
@@ -453,7 +525,7 @@ export class GroupPlant implements BatteryPlant {
     if (this.total === undefined || this.watch || this.closed) return;
     const split = splitGroup(this.total, this.splitUnits(now), now, this.memory, this.options.split);
     const moved = this.units.some((u, i) => !isOut(u, now) && Math.sign(split.setpoints[i]!) !== Math.sign(u.setpointW));
-    if (moved) void this.split(this.total, { urgent: false, soc: this.totalSoc, onStart: () => undefined }, true).catch(() => undefined);
+    if (moved) void this.again(false).catch(() => undefined);
   }
 
   /** A unit's health after a request; out or back, the last total is split again over the units now steered. */
@@ -469,8 +541,7 @@ export class GroupPlant implements BatteryPlant {
     if (isOut(u, now) === was) return;
     if (!was) u.reason = 'left out';
     this.options.changed?.();
-    if (this.total !== undefined)
-      void this.split(this.total, { urgent: true, soc: this.totalSoc, onStart: () => undefined }, true).catch(() => undefined);
+    if (this.total !== undefined) void this.again(true).catch(() => undefined);
   }
 
   /** Every unit's grid charging; a unit that refuses it is reported, the others go on. */
@@ -516,6 +587,23 @@ export class GroupPlant implements BatteryPlant {
     u.delivered = { watts, at };
   }
 
+  /**
+   * The group's battery power at `at` (ms) from each unit's own model: its last read carried on under its learned lag
+   * (PRIOR_LAG_MS until one is) through the setpoints acknowledged since (follow()). The regulator takes it instead of
+   * its models' range (Regulator.useEstimate()): its one model of the sum cannot show a hand-over, where the total stays
+   * and one unit's power goes to another that lags differently. Undefined while a unit steered has not been read lately.
+   */
+  estimate(at: number): number | undefined {
+    let sum = 0;
+    for (const u of this.units) {
+      if (isOut(u, at)) continue;
+      const read = freshRead(u, at);
+      if (!read) return undefined;
+      sum += follow(u.steps, read, at, u.lagMs ?? PRIOR_LAG_MS);
+    }
+    return sum;
+  }
+
   /** The unit's lag from two reads in a row (fitLag()); each new one is averaged with the last. */
   private learnLag(u: Unit, first: Read, second: Read): void {
     const lagMs = fitLag(u.steps, first, second);
@@ -541,7 +629,9 @@ export class GroupPlant implements BatteryPlant {
         chargeSoc,
         dischargeSoc,
         leftOut: isOut(u, now),
-        setpointW: u.setpointW,
+        // A unit being sent a setpoint stages as that one: a unit handed over and not yet answering counted as
+        // active and kept a third unit in (and the one handed over) at a total one unit carries.
+        setpointW: u.sent?.watts ?? u.setpointW,
         // A reading shows a command only after the unit's response and its own age.
         ...(fresh
           ? {

@@ -176,6 +176,10 @@ const SHORT_W = 100;
 const SHORT_SHARE = 0.1;
 /** What the battery was seen to deliver counts this long (ms); the caller reads it again well before. */
 const DELIVERED_KEPT_MS = 15000;
+/** The delays a plant's estimate may show in the meter are tried this far apart (ms)... */
+const SHIFT_STEP_MS = 250;
+/** ...each reading weighing this much less per newer one, as the models' (plant-family.ts). */
+const SHIFT_FORGET = 0.995;
 
 type Pending = { value: number; decidedAt: number; startAt?: number; steady: boolean };
 /**
@@ -228,11 +232,51 @@ export class Regulator {
   private trimAsked: { wanted: number; reading: number } | undefined;
 
   private current: RegulatorSettings;
+  /** The plant's own estimate of the battery's power (useEstimate()). */
+  private estimate: ((at: number) => number | undefined) | undefined;
+  /** The meter's delay against the estimate: each delay tried, its cost and the load it implied last; the best (ms). */
+  private shift: { delays: number[]; costs: number[]; implied: (number | undefined)[]; ms: number } | undefined;
 
   constructor(settings: RegulatorSettings, now: number) {
     this.current = settings;
     this.lastReading = now;
     this.identifier = new PlantIdentifier(plantFamily(settings.fast, settings.slow));
+  }
+
+  /**
+   * A plant that knows its battery's power better than one model of the family (a group: each unit by its own lag,
+   * src/control/group-plant.ts): its estimate counts instead of the consistent models' range, within what any plant of
+   * the family could show. The consistent models cannot follow a hand-over from one unit to another that lags
+   * differently, and bounded by them the estimate took their wrong edge. Undefined: the range. The estimate is the
+   * battery's power at a time; the meter shows it up to its delay later, learned as the models' is (alignEstimate()).
+   */
+  useEstimate(estimate: (at: number) => number | undefined): void {
+    this.estimate = estimate;
+    const { fast, slow } = this.settings;
+    const delays: number[] = [];
+    for (let ms = fast.meterDelayS * 1000; ms <= slow.meterDelayS * 1000; ms += SHIFT_STEP_MS) delays.push(ms);
+    this.shift = { delays, costs: delays.map(() => 0), implied: [], ms: delays[0]! };
+  }
+
+  /**
+   * The meter's delay against the plant's estimate: of the delays the family allows, the one under which the load the
+   * meter implies (grid + estimate then) changes least from reading to reading, as a wrong model's shows a bump. A
+   * meter 1 s late read against the estimate of now took the battery's own move for a load and swung (grid error
+   * 2.5 times the family's with three units).
+   */
+  private alignEstimate(grid: number, now: number): void {
+    const shift = this.shift;
+    if (!shift) return;
+    const implied = shift.delays.map((ms) => {
+      const power = this.estimate!(now - ms);
+      return power === undefined ? undefined : grid + power;
+    });
+    implied.forEach((load, i) => {
+      const before = shift.implied[i];
+      shift.costs[i] = shift.costs[i]! * SHIFT_FORGET + (load === undefined || before === undefined ? 0 : Math.abs(load - before));
+    });
+    shift.implied = implied;
+    shift.ms = shift.delays[shift.costs.indexOf(Math.min(...shift.costs))]!;
   }
 
   /** The settings in force: those given, with a target changed by setTarget(). */
@@ -824,6 +868,7 @@ export class Regulator {
 
   /** Feeds the identification: readings wait until no setpoint of theirs is in flight. */
   private identify(grid: number, now: number): void {
+    this.alignEstimate(grid, now);
     // A battery that does not follow would teach the models a wrong one.
     if (this.delivered) return;
     this.unsettled.push({ grid, at: now });
@@ -869,7 +914,11 @@ export class Regulator {
     const last = this.history.at(-1);
     const settledAt = last ? last.ackAt + Math.max(...models.map(settleMs)) : -Infinity;
     if (this.readback && this.readback.at >= settledAt && !this.pending) return [this.readback.power, this.readback.power];
-    return this.modelInterval(now);
+    const known = this.estimate?.(now - (this.shift?.ms ?? 0));
+    if (known === undefined) return this.modelInterval(now);
+    const [low, high] = this.modelInterval(now, this.identifier.models);
+    const point = Math.min(high, Math.max(low, known));
+    return [point, point];
   }
 
   /** The range of the battery's power as the meter shows it at `at`, over every plant consistent with the readings. */

@@ -122,6 +122,8 @@ export class ZeroFeedInController {
       { ...config.regulator, slow, meterTimeoutMs, requestIntervalMs: this.plant.minIntervalMs, heldMeter },
       now(),
     );
+    const plant = this.plant;
+    if (plant.estimate) this.regulator.useEstimate((at) => plant.estimate!(at));
     this.modeNow = config.mode;
     this.regulator.setMaxDischarge(dischargeBound(config.mode, config.regulator.maxDischarge));
   }
@@ -367,11 +369,11 @@ export class ZeroFeedInController {
    * Sends a setpoint (W, signed); the regulator learns when it left and whether the device acknowledged it, and an
    * overdrive's next setpoint follows at once, ahead of waiting reads (`urgent`). Never rejects.
    */
-  private async send(watts: number, urgent = false, soc?: number): Promise<boolean> {
+  private async send(watts: number, urgent = false, soc?: number, steady?: number): Promise<boolean> {
     const regulator = this.regulator;
     this.yieldRead();
     try {
-      const outcome = await this.plant.apply(watts, { urgent, soc, onStart: () => regulator.started(this.now()) });
+      const outcome = await this.plant.apply(watts, { urgent, soc, steady, onStart: () => regulator.started(this.now()) });
       if (outcome.superseded) regulator.failed(true);
       else regulator.acknowledge(outcome.watts, this.now());
       this.ownWriteAt = this.now();
@@ -426,8 +428,12 @@ export class ZeroFeedInController {
     if (decision.action === 'set') decision = { ...decision, setpoint: modeSetpoint(this.modeNow, decision.setpoint!) };
     this.report(decision);
     let sent: Promise<unknown> | undefined;
-    if (decision.action === 'set') sent = this.send(decision.setpoint!, urgent);
-    else if (decision.action === 'standby') sent = this.send(0);
+    if (decision.action === 'set') {
+      // An overdrive heads to its steady setpoint, bounded by the mode like the pulse.
+      const steady =
+        decision.reason === 'overdrive' && decision.steady !== undefined ? modeSetpoint(this.modeNow, decision.steady) : undefined;
+      sent = this.send(decision.setpoint!, urgent, undefined, steady);
+    } else if (decision.action === 'standby') sent = this.send(0);
     else if (decision.action === 'self-consumption') sent = this.track(this.handBack('self-consumption'));
     this.restoreAfter(sent);
   }
