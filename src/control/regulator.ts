@@ -232,10 +232,13 @@ export class Regulator {
   private trimAsked: { wanted: number; reading: number } | undefined;
 
   private current: RegulatorSettings;
-  /** The plant's own estimate of the battery's power (useEstimate()). */
-  private estimate: ((at: number) => number | undefined) | undefined;
-  /** The meter's delay against the estimate: each delay tried, its cost and the load it implied last; the best (ms). */
-  private shift: { delays: number[]; costs: number[]; implied: (number | undefined)[]; ms: number } | undefined;
+  /**
+   * The plant's own estimate of the battery's power (useEstimate()), and the meter's delay against it: each delay
+   * tried, its cost and the load it implied last; the best (ms).
+   */
+  private estimate:
+    | { power: (at: number) => number | undefined; delays: number[]; costs: number[]; implied: (number | undefined)[]; delayMs: number }
+    | undefined;
 
   constructor(settings: RegulatorSettings, now: number) {
     this.current = settings;
@@ -250,12 +253,11 @@ export class Regulator {
    * differently, and bounded by them the estimate took their wrong edge. Undefined: the range. The estimate is the
    * battery's power at a time; the meter shows it up to its delay later, learned as the models' is (alignEstimate()).
    */
-  useEstimate(estimate: (at: number) => number | undefined): void {
-    this.estimate = estimate;
+  useEstimate(power: (at: number) => number | undefined): void {
     const { fast, slow } = this.settings;
     const delays: number[] = [];
     for (let ms = fast.meterDelayS * 1000; ms <= slow.meterDelayS * 1000; ms += SHIFT_STEP_MS) delays.push(ms);
-    this.shift = { delays, costs: delays.map(() => 0), implied: [], ms: delays[0]! };
+    this.estimate = { power, delays, costs: delays.map(() => 0), implied: [], delayMs: delays[0]! };
   }
 
   /**
@@ -265,18 +267,18 @@ export class Regulator {
    * 2.5 times the family's with three units).
    */
   private alignEstimate(grid: number, now: number): void {
-    const shift = this.shift;
-    if (!shift) return;
-    const implied = shift.delays.map((ms) => {
-      const power = this.estimate!(now - ms);
+    const estimate = this.estimate;
+    if (!estimate) return;
+    const implied = estimate.delays.map((ms) => {
+      const power = estimate.power(now - ms);
       return power === undefined ? undefined : grid + power;
     });
     implied.forEach((load, i) => {
-      const before = shift.implied[i];
-      shift.costs[i] = shift.costs[i]! * SHIFT_FORGET + (load === undefined || before === undefined ? 0 : Math.abs(load - before));
+      const before = estimate.implied[i];
+      estimate.costs[i] = estimate.costs[i]! * SHIFT_FORGET + (load === undefined || before === undefined ? 0 : Math.abs(load - before));
     });
-    shift.implied = implied;
-    shift.ms = shift.delays[shift.costs.indexOf(Math.min(...shift.costs))]!;
+    estimate.implied = implied;
+    estimate.delayMs = estimate.delays[estimate.costs.indexOf(Math.min(...estimate.costs))]!;
   }
 
   /** The settings in force: those given, with a target changed by setTarget(). */
@@ -914,7 +916,7 @@ export class Regulator {
     const last = this.history.at(-1);
     const settledAt = last ? last.ackAt + Math.max(...models.map(settleMs)) : -Infinity;
     if (this.readback && this.readback.at >= settledAt && !this.pending) return [this.readback.power, this.readback.power];
-    const known = this.estimate?.(now - (this.shift?.ms ?? 0));
+    const known = this.estimate?.power(now - this.estimate.delayMs);
     if (known === undefined) return this.modelInterval(now);
     const [low, high] = this.modelInterval(now, this.identifier.models);
     const point = Math.min(high, Math.max(low, known));

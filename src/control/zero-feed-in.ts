@@ -76,7 +76,10 @@ export class ZeroFeedInController {
   readonly plant: BatteryPlant;
   private readonly timers = new Set<NodeJS.Timeout>();
   private tickTimer: NodeJS.Timeout | undefined;
-  /** The hand-backs under way (disable, time-out), so that a close waits for every one rather than racing them. */
+  /**
+   * The hand-backs under way (disable, time-out) and normal's read after a rest: readings wait for them, and a close
+   * waits for every one rather than racing them.
+   */
   private readonly handBacks = new Set<Promise<unknown>>();
   /** When this controller's last write was acknowledged (performance.now(), as the queue's known values). */
   private ownWriteAt = -Infinity;
@@ -302,7 +305,7 @@ export class ZeroFeedInController {
     }
     if (soc !== undefined) this.regulator.observeSoc(soc, this.now());
     if (!this.regulator.enabled || this.handing) return;
-    if (!regulated(this.modeNow)) return this.steerFixed(grid, false, battery);
+    if (!regulated(this.modeNow)) return this.steerFixed(grid, false);
     // While a write of this controller is on its way, what the queue knows may be that write.
     if (!this.regulator.inFlight) this.followOthers();
     this.takenAt = this.now();
@@ -449,7 +452,7 @@ export class ZeroFeedInController {
       if (soc !== undefined) this.regulator.observeSoc(soc, this.now());
       // In charge, the SOC decides when it stops (with the device's meter, the reading below looks).
       if (!withMeter && !regulated(this.modeNow) && this.regulator.enabled && !this.handing && !this.closed)
-        this.steerFixed(undefined, false, battery);
+        this.steerFixed(undefined, false);
       // The meter may be up to its refresh older than 6000: the battery counts as a read-back, the models bridge the age.
       if (battery !== undefined) this.regulator.observeBattery(battery, this.now(), asked);
       if (withMeter && meter !== undefined) this.take(meter);
@@ -460,17 +463,15 @@ export class ZeroFeedInController {
 
   /**
    * Charge or standby: sends the mode's setpoint when it changed (the SOC reached, a new mode) and reports it, with
-   * `grid` where a reading came; `force`: report even without a reading (a new mode); `battery`: its power read with the SOC.
+   * `grid` where a reading came; `force`: report even without a reading (a new mode). Where the device stopped by itself
+   * at its SOC, the regulator learns it from the read that normal starts with (enterMode()).
    */
-  private steerFixed(grid?: number, force = false, battery?: number): void {
+  private steerFixed(grid?: number, force = false): void {
     const mode = this.modeNow as 'charge' | 'standby';
     if (grid !== undefined) this.fixedReading = { grid, at: this.now() };
     const fixed = fixedSetpoint(mode, this.config.charge, this.regulator.soc, this.fixedCharging);
     const key = `${fixed.watts} ${fixed.soc ?? ''}`;
     const change = key !== this.fixedSent;
-    // At its SOC the device may have stopped by itself, short of the charge the regulator's models follow: they start
-    // again from the battery as read, or a later normal would wait seconds for a charge that ended (and steer wrong).
-    if (change && fixed.reason === 'soc' && battery !== undefined) this.regulator.restartFrom(battery, this.now());
     if (change || grid !== undefined || force) this.report(this.modeDecision(fixed.watts, grid, change ? 'set' : 'hold', fixed));
     if (!change) return this.restoreAfter();
     this.fixedSent = key;
