@@ -87,8 +87,10 @@ const NOT_NOISE_W = 200;
  * that is independent from reading to reading: divided by it, the estimate is on the change's scale.
  */
 const RAMP_FREE_SCALE = Math.sqrt(3);
-/** Weight of a reading in the noise estimate: about the last 20 count. */
-const NOISE_WEIGHT = 0.05;
+/** The noise estimate is the median over this many readings: a load's step or a ramp's corner is one reading or two. */
+const NOISE_READINGS = 20;
+/** The median of the absolute change is this much smaller than its mean (normally distributed noise). */
+const MEDIAN_TO_MEAN = 0.798 / 0.674;
 
 export class PlantIdentifier {
   private readonly cost: Float64Array;
@@ -99,7 +101,7 @@ export class PlantIdentifier {
   private unseen: { delta: number; at: number }[] = [];
   private consistentModels: PlantModel[];
   private noise = 0;
-  private noiseCount = 0;
+  private readonly changes: number[] = [];
 
   constructor(readonly models: readonly PlantModel[]) {
     this.cost = new Float64Array(models.length);
@@ -128,7 +130,12 @@ export class PlantIdentifier {
       // A change of the change: a ramp (a cloud over the PV) changes the load steadily, that is no noise.
       const best = this.cost.indexOf(Math.min(...this.cost));
       const change = Math.abs(implied[best]! - 2 * this.implied[best]! + this.before[best]!) / RAMP_FREE_SCALE;
-      if (change < NOT_NOISE_W) this.noise += (change - this.noise) * Math.max(NOISE_WEIGHT, 1 / ++this.noiseCount);
+      if (change < NOT_NOISE_W) {
+        this.changes.push(change);
+        if (this.changes.length > NOISE_READINGS) this.changes.shift();
+        const sorted = [...this.changes].sort((a, b) => a - b);
+        this.noise = sorted[Math.floor(sorted.length / 2)]! * MEDIAN_TO_MEAN;
+      }
     }
     this.before = this.implied;
     this.implied = implied;

@@ -640,17 +640,20 @@ export class Regulator {
    * The setpoints that hold at `current`: the band leans toward import, a move down (export) comes at half the band,
    * a move up (import) at the whole band. So a steady grid lies in [target - band/2, target + band]. Charging without
    * grid charging it leans toward export ([target - band, target + band/2]): an import then is the grid's energy
-   * going into the battery.
+   * going into the battery. `width`: of the interval of wanted setpoints.
    */
-  private band(current: number): [number, number] {
+  private band(current: number, width = 0): [number, number] {
     const band = this.deadBand;
+    // A wide interval of wanted setpoints (a transient the models still disagree on) is its own margin: its nearest edge
+    // is where every model still wants to go, so half the band is enough either way.
+    if (width > band) return [current - band / 2, current + band / 2];
     if (current < 0 && !this.settings.gridCharge) return [current - band, current + band / 2];
     return [current - band / 2, current + band];
   }
 
   /** Whether the whole interval of wanted setpoints lies outside the dead band around `current`. */
   private beyondBand(want: { low: number; high: number }, current: number): boolean {
-    const [below, above] = this.band(current);
+    const [below, above] = this.band(current, want.high - want.low);
     return want.low > above || want.high < below;
   }
 
@@ -660,10 +663,11 @@ export class Regulator {
     if (current !== undefined && !this.beyondBand(want, current)) return this.boost(current, now, want, decision);
     const wanted = current === undefined ? (want.low + want.high) / 2 : want.low > current ? want.low : want.high;
 
-    const limited = this.limit(this.confirmedTrim(wanted, current, reason) ?? wanted);
+    const limited = this.limit(this.confirmedTrim(wanted, current, reason, now) ?? wanted);
     if (limited.reason) reason = limited.reason;
     const next = limited.value;
-    if (current !== undefined && next >= this.band(current)[0] && next <= this.band(current)[1]) return decision('hold', reason);
+    const [below, above] = current === undefined ? [0, 0] : this.band(current, want.high - want.low);
+    if (current !== undefined && next >= below && next <= above) return decision('hold', reason);
     if (this.trimAsked?.reading === this.readings) return decision('hold', 'dead band');
     this.followingUp = false;
     // One move, one pulse: while the battery still answers a move that had its pulse, a trim or more of the same way gets
@@ -692,11 +696,13 @@ export class Regulator {
    * other edge, and the next such reading would move it back (a reversal). Returns the mean once confirmed; undefined
    * otherwise (the trim then waits: `trimAsked` is this reading's).
    */
-  private confirmedTrim(wanted: number, current: number | undefined, reason: DecisionReason): number | undefined {
+  private confirmedTrim(wanted: number, current: number | undefined, reason: DecisionReason, now: number): number | undefined {
     const asked = this.trimAsked;
     this.trimAsked = undefined;
     if (current === undefined || reason !== 'load' || this.delivered || Math.abs(wanted - current) >= TRIM_BANDS * this.deadBand)
       return undefined;
+    // A trim that continues a ramp is its tail, no noise: the setpoint is still behind the load.
+    if (this.continuesRamp(wanted - current, now)) return undefined;
     if (asked && asked.reading === this.readings - 1 && Math.sign(asked.wanted - current) === Math.sign(wanted - current))
       return (asked.wanted + wanted) / 2;
     this.trimAsked = { wanted, reading: this.readings };
