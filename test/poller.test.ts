@@ -4,48 +4,8 @@ import { pointByName } from '../src/points/catalogue';
 import type { ReadResult } from '../src/device/client';
 import { DeviceError, ValidationError } from '../src/errors';
 import { parseDeadBand } from '../src/editor/inputs';
-import { ChangeFilter, Poller, type ChangeSettings, type Clock, type PollerSettings, type PollOutcome } from '../src/device/poller';
-
-/** Timers that run only when the test moves the time on. */
-class ManualClock implements Clock {
-  private time = 1_000_000;
-  private timers: { at: number; callback: () => void }[] = [];
-
-  now(): number {
-    return this.time;
-  }
-
-  setTimeout(callback: () => void, ms: number): unknown {
-    const timer = { at: this.time + Math.max(0, ms), callback };
-    this.timers.push(timer);
-    return timer;
-  }
-
-  clearTimeout(timer: unknown): void {
-    this.timers = this.timers.filter((t) => t !== timer);
-  }
-
-  get pending(): number {
-    return this.timers.length;
-  }
-
-  /** Moves the time on by `ms`, running each timer due at its moment and letting promises settle after it. */
-  async advance(ms: number): Promise<void> {
-    const end = this.time + ms;
-    for (;;) {
-      const next = this.timers.filter((t) => t.at <= end).sort((a, b) => a.at - b.at)[0];
-      if (!next) break;
-      this.timers = this.timers.filter((t) => t !== next);
-      this.time = next.at;
-      next.callback();
-      await settle();
-    }
-    this.time = end;
-    await settle();
-  }
-}
-
-const settle = () => new Promise((resolve) => setImmediate(resolve));
+import { ChangeFilter, Poller, type ChangeSettings, type PollerSettings, type PollOutcome } from '../src/device/poller';
+import { VirtualClock, settle } from './virtual-clock';
 
 const SOC = pointByName('batterySoc')!.address;
 const POWER = pointByName('batteryPower')!.address;
@@ -63,10 +23,10 @@ class FakeDevice {
   fault: DeviceError | undefined;
   /** While set, reads wait for it (the request is under way). */
   hold: Promise<void> | undefined;
-  constructor(private readonly clock: ManualClock) {}
+  constructor(private readonly clock: VirtualClock) {}
 
   read = async (_addresses: number[], onStart: () => void): Promise<ReadResult> => {
-    this.asked.push(this.clock.now());
+    this.asked.push(this.clock.now);
     onStart();
     if (this.hold) await this.hold;
     if (this.fault) throw this.fault;
@@ -78,7 +38,7 @@ class FakeDevice {
   }
 }
 
-function poller(clock: ManualClock, device: FakeDevice, settings: Partial<PollerSettings> = {}) {
+function poller(clock: VirtualClock, device: FakeDevice, settings: Partial<PollerSettings> = {}) {
   const events = { polled: [] as PollOutcome[], failed: [] as Error[], back: [] as [number, string][] };
   const run = new Poller(
     device.read,
@@ -97,7 +57,7 @@ function poller(clock: ManualClock, device: FakeDevice, settings: Partial<Poller
       failed: (error) => events.failed.push(error),
       back: (ms, code) => events.back.push([ms, code]),
     },
-    clock,
+    clock.asClock(),
   );
   return { run, events };
 }
@@ -105,10 +65,10 @@ function poller(clock: ManualClock, device: FakeDevice, settings: Partial<Poller
 const unreachable = () => new DeviceError('UNREACHABLE', 'device unreachable');
 
 describe('read polling (src/device/poller.ts)', function () {
-  let clock: ManualClock;
+  let clock: VirtualClock;
   let device: FakeDevice;
   beforeEach(function () {
-    clock = new ManualClock();
+    clock = new VirtualClock(1_000_000);
     device = new FakeDevice(clock);
   });
 
@@ -219,7 +179,7 @@ describe('read polling (src/device/poller.ts)', function () {
           back: () => undefined,
           warn: (error) => warnings.push(error.message),
         },
-        clock,
+        clock.asClock(),
       );
       run.start();
       await clock.advance(3000);
