@@ -107,6 +107,37 @@ describe('zero feed-in controller (src/control/zero-feed-in.ts) against the simu
     should(simulator.stats.violations).be.empty();
   });
 
+  it("more of a pulse's way while the battery answers waits for a read of 6000, asked at once: a battery capped at 600 W never winds up", async () => {
+    // The matrix's house (600 W of PV surplus, then a 2 kW kettle): the pulse goes out, the battery stops at 600 W, and the readings ask for more
+    // the same way. That is what a shortfall looks like until 6000 shows it; moved on, the setpoint wound up to 2100-2400 W.
+    simulator = await startSimulator({
+      workingMode: 5,
+      latencyMs: [80, 120],
+      house: { seed: 17, baseLoadW: 300, noiseW: 10, pvW: 900, events: [{ name: 'kettle', atS: 10, durationS: 60, loadW: 2000 }] },
+      derating: [{ atS: 5, durationS: 600, maxW: 600 }],
+    });
+    const gets = () => simulator.stats.byOperation['Vendor.GetData'] ?? 0;
+    // Reads of 6000 asked at each battery check, and by the next reading.
+    const checks: { gets: number; next?: number }[] = [];
+    const { controller, decisions } = start({ onStop: 'keep' });
+    feeding = setInterval(() => {
+      const open = checks.at(-1);
+      if (open && open.next === undefined) open.next = gets();
+      controller.reading(simulator.meterPower);
+      if (decisions.at(-1)?.reason === 'battery check') checks.push({ gets: gets() });
+    }, 1000);
+    await until(() => controller.regulator.shortfall !== undefined, 25000, 'the shortfall seen');
+    const seen = decisions.length;
+    await until(() => decisions.length >= seen + 10, 15000, 'ten readings more');
+    // The kettle's need is 1400 W.
+    const sent = decisions.filter((d) => d.action === 'set' && d.reason !== 'overdrive' && d.grid !== undefined);
+    should(Math.max(...sent.map((d) => d.setpoint!))).be.belowOrEqual(1600);
+    // Each check's read went before the next reading: the slot is free, the next reading a second away.
+    should(checks).not.be.empty();
+    for (const check of checks.filter((c) => c.next !== undefined)) should(check.next).be.above(check.gets);
+    should(simulator.stats.violations).be.empty();
+  });
+
   it('reads battery power (6000) in the slot after an overdrive ends, though every reading moves', async () => {
     // Kettle-sized steps every 9 s teach the battery and bring pulses; a ramp of 40 W a second between them makes every
     // reading a move, so no reading that moved nothing leaves a slot for the read.

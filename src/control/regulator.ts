@@ -121,6 +121,7 @@ export type DecisionReason =
   | 'meter timeout'
   | 'disabled'
   | 'suspect'
+  | 'battery check'
   | 'mode';
 
 export interface Decision {
@@ -184,9 +185,10 @@ const SHIFT_FORGET = 0.995;
 type Pending = { value: number; decidedAt: number; startAt?: number; steady: boolean };
 /**
  * The setpoints a reading's load asks for, [low, high], and the grid-charging floor: without grid charging, no setpoint
- * below min(0, load) for any load the models allow (-Infinity with it).
+ * below min(0, load) for any load the models allow (-Infinity with it); `read`: the battery's power was read with the
+ * reading, not modelled.
  */
-type Wanted = { low: number; high: number; floored: boolean; floor: number };
+type Wanted = { low: number; high: number; floored: boolean; floor: number; read: boolean };
 /** An overdrive under way towards `final`, `direction` +1 (up) or -1; at most `bound` W past it and never below `floor`. */
 type Pulse = { final: number; direction: number; bound: number; floor: number; failed?: boolean };
 
@@ -229,6 +231,8 @@ export class Regulator {
   private boosted = 0;
   /** Readings so far, and a trim the last one asked for (see confirmedTrim). */
   private readings = 0;
+  /** The move whose followers wait for a battery check, until when (see checksBattery). */
+  private checkWindow: { move: number; until: number } | undefined;
   private trimAsked: { wanted: number; reading: number } | undefined;
 
   private current: RegulatorSettings;
@@ -442,7 +446,12 @@ export class Regulator {
     const [low, high] = this.modelInterval(askedAt, models);
     const [lowLater, highLater] = this.modelInterval(now + this.settings.slow.meterDelayS * 1000, models);
     const least = Math.min(...[low, high, lowLater, highLater].map((p) => p * direction));
-    return direction * power < least - Math.max(SHORT_W, SHORT_SHARE * Math.abs(setpoint));
+    return direction * power < least - this.shortMarginW(setpoint);
+  }
+
+  /** How far (W) a read of 6000 may lie from a setpoint or a model and still follow it. */
+  private shortMarginW(setpoint: number): number {
+    return Math.max(SHORT_W, SHORT_SHARE * Math.abs(setpoint));
   }
 
   /** The request of the setpoint in flight left at `now` (the device may carry it out from then on). */
@@ -545,7 +554,7 @@ export class Regulator {
     if (this.screen(grid, now, [grid + low, grid + high])) return decision('hold', 'suspect');
     this.identify(grid, now);
     if (this.pending) return decision('hold', 'in flight');
-    const want = this.wanted(grid, low, high);
+    const want = this.wanted(grid, low, high, battery !== undefined || bracket !== undefined);
     if (this.pulse) {
       // A held pulse ends when the reading shows a new load; otherwise its follow-up is due by time, above the floor
       // this reading's load sets.
@@ -617,7 +626,7 @@ export class Regulator {
   }
 
   /** The setpoints the estimated load asks for, [low, high], within the grid-charging floor. */
-  private wanted(grid: number, low: number, high: number): Wanted {
+  private wanted(grid: number, low: number, high: number, read: boolean): Wanted {
     const { target, gridCharge } = this.settings;
     let wantLow = grid + low - target;
     let wantHigh = grid + high - target;
@@ -633,7 +642,7 @@ export class Regulator {
       wantLow = Math.max(wantLow, floorLow);
       wantHigh = Math.max(wantHigh, floorHigh);
     }
-    return { low: wantLow, high: wantHigh, floored, floor };
+    return { low: wantLow, high: wantHigh, floored, floor, read };
   }
 
   /**
@@ -680,6 +689,8 @@ export class Regulator {
     // A stop at a SOC limit needs no haste; a ramp is followed step by step.
     const plain =
       current === undefined || reason === 'soc' || this.delivered !== undefined || answering || this.continuesRamp(next - current, now);
+    if (current !== undefined && this.checksBattery(next - current, want, now, answering && way === this.boosted))
+      return decision('hold', 'battery check');
     const overdrive = plain ? undefined : this.overdrive(next, now, want.floor);
     if (!answering) this.boosted = overdrive === undefined ? 0 : way;
     if (overdrive !== undefined) {
@@ -688,6 +699,27 @@ export class Regulator {
     }
     this.pending = { value: next, decidedAt: now, steady: true };
     return decision('set', reason, next);
+  }
+
+  /**
+   * Whether more of the same way while the battery still answers a large move (a pulse's, or one of at least a pulse's
+   * size) waits for a read of 6000, asked by the decision's reason ('battery check'): it is what a battery that falls
+   * short looks like until a read shows it, and moved on it winds up. It waits until a read shows the battery short
+   * (then it is steered from what it delivers) or arrived, or the slowest plant the readings allow would have shown the
+   * move. Not where this reading's battery power is known (read with it, or a group's estimate from its units' reads),
+   * nor for a move too small to tell a shortfall by.
+   */
+  private checksBattery(move: number, want: Wanted, now: number, afterPulse: boolean): boolean {
+    const last = this.history.at(-1);
+    if (!last || this.delivered || this.settings.heldMeter || this.estimate || want.read || Math.abs(move) < SHORT_W) return false;
+    const lastMove = last.value - this.valueBefore(1);
+    if (!afterPulse && !(Math.sign(lastMove) === Math.sign(move) && Math.abs(lastMove) >= this.pulseMinW())) return false;
+    // The window is the one of the first check: a battery that stops short looks like a fast one to the identification.
+    if (this.checkWindow?.move !== last.startAt) this.checkWindow = { move: last.startAt, until: last.ackAt + this.showsMs() };
+    if (now >= this.checkWindow.until) return false;
+    const read = this.readback;
+    const arrived = read !== undefined && read.at > last.startAt && Math.abs(read.power - last.value) <= this.shortMarginW(last.value);
+    return !arrived;
   }
 
   /**

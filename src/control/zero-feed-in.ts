@@ -527,7 +527,10 @@ export class ZeroFeedInController {
    * the one no write needs (the next reading is an interval away), and a load step finds the device free.
    */
   private readAfterHold(decision: Decision): void {
-    if (this.config.meterSource !== 'message' || decision.action !== 'hold' || !this.regulator.steering || this.regulator.moving) return;
+    if (this.config.meterSource !== 'message' || decision.action !== 'hold' || !this.regulator.steering) return;
+    // The regulator waits for this read before it moves on (more of a pulse's way: a shortfall or a load?).
+    if (decision.reason === 'battery check') return this.readState(false);
+    if (this.regulator.moving) return;
     if (this.now() - this.stateReadAt >= STEERING_READ_MS) this.readState(true);
   }
 
