@@ -113,11 +113,15 @@ describe('group plant (src/control/group-plant.ts): several devices behind one m
     await send(plant, 2200);
     held(sims[0]).should.be.above(0);
     held(sims[1]).should.be.above(0);
+    const members = plant.members();
     sims[0].switchOff();
     await sims[0].ready();
     const reading = await plant.read(false);
-    // Its request failed: out of the split and of the sum at once (its power counts as load), left out only later.
+    // Its request failed: out of the split and of the sum at once (its power counts as load), left out only later;
+    // the regulator is told the plant's units changed.
     should(reading.battery).be.a.Number().and.belowOrEqual(800);
+    should(plant.members()).not.equal(members);
+    should(plant.members()).equal('unit2');
     plant.report()[0].leftOut.should.be.false();
     await plant.read(false);
     plant.report()[0].leftOut.should.equal('unreachable');

@@ -647,6 +647,29 @@ describe('zero feed-in regulator (src/control/regulator.ts) against a simulated 
     should(after(() => 5000)).containEql({ action: 'hold', battery: 300 });
   });
 
+  it('a unit that leaves the plant (its request failed) no longer counts: the estimate is not held within the family then', function () {
+    // Two units carry 751 W (321 W and 430 W) at a steady grid; the 321 W unit is switched off. The plant's estimate
+    // drops to the 430 W unit's power; the family, which saw only the total setpoint, still says 751 W.
+    const after = (members: boolean) => {
+      let units = 'big small';
+      let power = 751;
+      const regulator = new Regulator(SETTINGS, 0);
+      regulator.useEstimate(() => power, members ? () => units : undefined);
+      regulator.meter(751, 0);
+      regulator.acknowledge(751, 100);
+      for (let t = 1000; t <= 30000; t += 1000) regulator.meter(0, t);
+      [units, power] = ['big', 430];
+      return regulator.meter(321, 31000);
+    };
+    // The load is the 321 W the grid shows plus the 430 W still delivered: 751 W, where the setpoint is.
+    should(after(true)).containEql({ action: 'hold', battery: 430 });
+    // Held within the family, the small unit's 321 W counted on and the total went past 1000 W.
+    const held = after(false);
+    should(held.action).equal('set');
+    should(held.battery).be.above(700);
+    should(held.setpoint).be.above(1000);
+  });
+
   it('a read-back (6000) after the battery settled replaces the setpoint as the state: the device stopped on its own', function () {
     const regulator = new Regulator(SETTINGS, 0);
     regulator.meter(600, 0);

@@ -67,6 +67,8 @@ export interface BatteryPlant {
   close?(): void;
   /** Its battery's power at `at` (ms) where it knows it better than the regulator's models (a group), else undefined. */
   estimate?(at: number): number | undefined;
+  /** With estimate(): the units that make up the plant now (a group's, in its split), named in one string. */
+  members?(): string;
 }
 
 const address = (name: string) => pointByName(name)!.address;

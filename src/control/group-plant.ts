@@ -604,6 +604,15 @@ export class GroupPlant implements BatteryPlant {
     return sum;
   }
 
+  /** The units in the split now (not out), by id. */
+  members(): string {
+    const now = this.now();
+    return this.units
+      .filter((u) => !isOut(u, now))
+      .map((u) => u.member.id)
+      .join(' ');
+  }
+
   /** The unit's lag from two reads in a row (fitLag()); each new one is averaged with the last. */
   private learnLag(u: Unit, first: Read, second: Read): void {
     const lagMs = fitLag(u.steps, first, second);

@@ -55,7 +55,7 @@
  * nothing (keep), as configured.
  */
 import { decimalNumber } from '../numbers';
-import { PlantIdentifier, plantFamily, response, settleMs, type PlantBound, type Step } from './plant-family';
+import { PlantIdentifier, plantFamily, response, settleMs, type PlantBound, type PlantModel, type Step } from './plant-family';
 
 export type { PlantBound };
 
@@ -177,6 +177,8 @@ const SHORT_W = 100;
 const SHORT_SHARE = 0.1;
 /** What the battery was seen to deliver counts this long (ms); the caller reads it again well before. */
 const DELIVERED_KEPT_MS = 15000;
+/** A plain step this large (W) is checked for a shortfall as a pulse is: an appliance's; a ramp's first move is smaller. */
+const CHECKED_STEP_W = 500;
 /** The delays a plant's estimate may show in the meter are tried this far apart (ms)... */
 const SHIFT_STEP_MS = 250;
 /** ...each reading weighing this much less per newer one, as the models' (plant-family.ts). */
@@ -241,7 +243,16 @@ export class Regulator {
    * tried, its cost and the load it implied last; the best (ms).
    */
   private estimate:
-    | { power: (at: number) => number | undefined; delays: number[]; costs: number[]; implied: (number | undefined)[]; delayMs: number }
+    | {
+        power: (at: number) => number | undefined;
+        delays: number[];
+        costs: number[];
+        implied: (number | undefined)[];
+        delayMs: number;
+        /** Which units make up the plant (see useEstimate()), as last seen, and since when (ms). */
+        members?: () => string;
+        seen?: { members: string; at: number };
+      }
     | undefined;
 
   constructor(settings: RegulatorSettings, now: number) {
@@ -256,12 +267,15 @@ export class Regulator {
    * the family could show. The consistent models cannot follow a hand-over from one unit to another that lags
    * differently, and bounded by them the estimate took their wrong edge. Undefined: the range. The estimate is the
    * battery's power at a time; the meter shows it up to its delay later, learned as the models' is (alignEstimate()).
+   * `members` names the units that make up the plant now: when a unit leaves (switched off) or comes back, the sum no
+   * longer follows the total setpoints the family saw, and the estimate counts unbounded until the slowest consistent
+   * model has settled since (bounded, a unit switched off was still counted and the others were driven past the load).
    */
-  useEstimate(power: (at: number) => number | undefined): void {
+  useEstimate(power: (at: number) => number | undefined, members?: () => string): void {
     const { fast, slow } = this.settings;
     const delays: number[] = [];
     for (let ms = fast.meterDelayS * 1000; ms <= slow.meterDelayS * 1000; ms += SHIFT_STEP_MS) delays.push(ms);
-    this.estimate = { power, delays, costs: delays.map(() => 0), implied: [], delayMs: delays[0]! };
+    this.estimate = { power, delays, costs: delays.map(() => 0), implied: [], delayMs: delays[0]!, members };
   }
 
   /**
@@ -702,18 +716,20 @@ export class Regulator {
   }
 
   /**
-   * Whether more of the same way while the battery still answers a large move (a pulse's, or one of at least a pulse's
-   * size) waits for a read of 6000, asked by the decision's reason ('battery check'): it is what a battery that falls
-   * short looks like until a read shows it, and moved on it winds up. It waits until a read shows the battery short
-   * (then it is steered from what it delivers) or arrived, or the slowest plant the readings allow would have shown the
-   * move. Not where this reading's battery power is known (read with it, or a group's estimate from its units' reads),
-   * nor for a move too small to tell a shortfall by.
+   * Whether more of the same way while the battery still answers a large move (a pulse's, or a step of CHECKED_STEP_W
+   * or more that continues no ramp) waits for a read of 6000, asked by the decision's reason ('battery check'): it is
+   * what a battery that falls short looks like until a read shows it, and moved on it winds up. It waits until a read
+   * shows the battery short (then it is steered from what it delivers) or arrived, or the slowest plant the readings
+   * allowed at the first check would have shown the move. Not where this reading's battery power is known (read with
+   * it, or a group's estimate from its units' reads), nor for a move too small to tell a shortfall by.
    */
   private checksBattery(move: number, want: Wanted, now: number, afterPulse: boolean): boolean {
     const last = this.history.at(-1);
     if (!last || this.delivered || this.settings.heldMeter || this.estimate || want.read || Math.abs(move) < SHORT_W) return false;
     const lastMove = last.value - this.valueBefore(1);
-    if (!afterPulse && !(Math.sign(lastMove) === Math.sign(move) && Math.abs(lastMove) >= this.pulseMinW())) return false;
+    // A step, not a ramp's: on a ramp more of the same way is the ramp.
+    const step = Math.abs(lastMove) >= CHECKED_STEP_W && !this.continuesRamp(lastMove, last.startAt, 1);
+    if (!afterPulse && !(Math.sign(lastMove) === Math.sign(move) && step)) return false;
     // The window is the one of the first check: a battery that stops short looks like a fast one to the identification.
     if (this.checkWindow?.move !== last.startAt) this.checkWindow = { move: last.startAt, until: last.ackAt + this.showsMs() };
     if (now >= this.checkWindow.until) return false;
@@ -917,6 +933,16 @@ export class Regulator {
     this.unsettled = [];
   }
 
+  /** Whether the plant's units changed (useEstimate()) less than the slowest of `models`' settling ago. */
+  private membersChanged(now: number, models: readonly PlantModel[]): boolean {
+    const estimate = this.estimate!;
+    const members = estimate.members?.();
+    if (members === undefined) return false;
+    if (estimate.seen === undefined) estimate.seen = { members, at: -Infinity };
+    else if (estimate.seen.members !== members) estimate.seen = { members, at: now };
+    return now < estimate.seen.at + Math.max(...models.map(settleMs));
+  }
+
   /** Power and SOC limits and the minimum power; the reason names the limit that bound. */
   private limit(wanted: number): { value: number; reason?: DecisionReason } {
     const s = this.settings;
@@ -956,6 +982,7 @@ export class Regulator {
     if (this.readback && this.readback.at >= settledAt && !this.pending) return [this.readback.power, this.readback.power];
     const known = this.estimate?.power(now - this.estimate.delayMs);
     if (known === undefined) return this.modelInterval(now);
+    if (this.membersChanged(now, models)) return [known, known];
     const [low, high] = this.modelInterval(now, this.identifier.models);
     const point = Math.min(high, Math.max(low, known));
     return [point, point];

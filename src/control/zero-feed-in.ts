@@ -126,7 +126,7 @@ export class ZeroFeedInController {
       now(),
     );
     const plant = this.plant;
-    if (plant.estimate) this.regulator.useEstimate((at) => plant.estimate!(at));
+    if (plant.estimate) this.regulator.useEstimate((at) => plant.estimate!(at), plant.members && (() => plant.members!()));
     this.modeNow = config.mode;
     this.regulator.setMaxDischarge(dischargeBound(config.mode, config.regulator.maxDischarge));
   }
