@@ -16,8 +16,9 @@
 //           Node-RED, real time.
 // The Node-RED runs (per-unit nodes and the group regulator, with two units and with three, and the switched-off run)
 // run side by side in one Node-RED, each its own house and simulators, so the whole takes about --seconds once.
-// The switched-off run: the group regulator on two units under a steady 700 W; half way the fuller unit is switched
-// off (its simulator stops its battery and answers nothing); it prints when the unit was left out, when the other
+// The switched-off runs: the group regulator on two units under a steady 700 W; half way the fuller unit is switched
+// off (its simulator stops its battery and answers nothing): the big one (the small one takes over), and in a second
+// run the small one, made the fuller (the big one takes over); each prints when the unit was left out, when the other
 // unit was first commanded to carry power and when the grid was back within the node's dead band (±20 W), beside
 // the group oracle with the same event (it knows the plant, so it leaves the unit out at once): what the other unit's
 // dead time, lag and limit allow at best.
@@ -77,6 +78,17 @@ const ALL_UNITS = [
   { key: 'third', model: '2000', initialSoc: 60, deadTimeS: 2, lagS: 5 },
 ].map((u) => ({ ...u, maxChargeW: MODEL_CLASSES[u.model].maxChargePower, maxDischargeW: MODEL_CLASSES[u.model].maxDischargePower }));
 let UNITS = ALL_UNITS.slice(0, 2);
+/**
+ * The switched-off runs, the unit switched off first: the big unit (the small one, slower and with 800 W at most,
+ * takes over), and the small one made the fuller (at 700 W both run; the big one takes over its share).
+ */
+const OFF_UNITS = [
+  ALL_UNITS.slice(0, 2),
+  [
+    { ...ALL_UNITS[1], initialSoc: 80 },
+    { ...ALL_UNITS[0], initialSoc: 40 },
+  ],
+];
 /** The shortest dead time of the group: when the fastest unit could respond to a command sent now. */
 const fastestS = () => Math.min(...UNITS.map((u) => u.deadTimeS));
 
@@ -386,7 +398,7 @@ async function main() {
     if (settings.only.includes('regulator')) live.push({ table: n, row: 'regulator', units, grouped: true });
   }
   if (settings.off)
-    live.push({ row: 'off', units: ALL_UNITS.slice(0, 2), grouped: true, scenario: OFF_HOUSE, offAtS: settings.seconds / 2 });
+    for (const units of OFF_UNITS) live.push({ row: 'off', units, grouped: true, scenario: OFF_HOUSE, offAtS: settings.seconds / 2 });
   if (live.length > 0) await liveRuns(settings.seconds, live, notes);
   for (const n of sets) {
     UNITS = ALL_UNITS.slice(0, n);
@@ -403,9 +415,10 @@ async function main() {
     if (settings.trace) traces[n] = trace(rows);
   }
   if (settings.trace) require('node:fs').writeFileSync(settings.trace, JSON.stringify(traces));
-  UNITS = ALL_UNITS.slice(0, 2);
-  const off = live.find((run) => run.row === 'off');
-  if (off) offReport(off, settings.seconds);
+  for (const off of live.filter((run) => run.row === 'off')) {
+    UNITS = off.units;
+    offReport(off, settings.seconds);
+  }
   if (settings.long) for (const n of sets) await longRun(ALL_UNITS.slice(0, n));
   for (const note of notes) console.log(`\nNote: ${note}`);
 }
@@ -487,8 +500,8 @@ function offReport(run, seconds) {
   // When the other unit was first commanded to carry power after the switch-off.
   const handedAt = (record) => record.samples.find((s) => s.t >= record.offAt && s.units[1].s !== 0)?.t;
   console.log(
-    `\nA unit switched off (${OFF_HOUSE.baseLoadW} W ± ${OFF_HOUSE.noiseW} W, no PV; ${run.units[0].key} switched off half way, ` +
-      `the ${run.units[1].key} unit takes over):\n`,
+    `\nA unit switched off (${OFF_HOUSE.baseLoadW} W ± ${OFF_HOUSE.noiseW} W, no PV; SOC ${run.units.map((u) => `${u.key} ${u.initialSoc} %`).join(', ')}; ` +
+      `${run.units[0].key} switched off half way, the ${run.units[1].key} unit takes over):\n`,
   );
   console.log(
     `| controller | left out after the switch-off | ${run.units[1].key} commanded after | grid back within ±${DEAD_BAND_W} W after (meter intervals) | grid error over the run (Wh) |`,
