@@ -181,6 +181,8 @@ export class GroupPlant implements BatteryPlant {
   private totalSoc: number | undefined;
   /** The steady setpoint an overdrive's total heads to (the units staged by it), for a split again. */
   private totalSteady: number | undefined;
+  /** Splits begun so far: a split whose every request failed may have been handed over by a later one. */
+  private splits = 0;
   private readonly now: () => number;
   private watch: NodeJS.Timeout | undefined;
   private step: NodeJS.Timeout | undefined;
@@ -254,6 +256,7 @@ export class GroupPlant implements BatteryPlant {
 
   /** `handOver`: the plant's own re-split of the total in force (the regulator learns it through othersWrote()). */
   private async split(watts: number, options: SendOptions, handOver: boolean): Promise<PlantOutcome> {
+    const mine = ++this.splits;
     this.total = watts;
     this.totalSoc = options.soc;
     this.totalSteady = options.steady;
@@ -276,8 +279,12 @@ export class GroupPlant implements BatteryPlant {
       ),
     );
     const failed = sent.filter((o) => 'error' in o);
-    if (sent.length > 0 && failed.length === sent.length) throw (failed[0] as { error: unknown }).error;
-    const superseded = sent.some((o) => 'superseded' in o && o.superseded);
+    // A failure handed the same total over to the units left (observe()), superseding what this split sent them: it is
+    // in force there, as the regulator's own (told as failed or superseded, the regulator fell back while a unit
+    // carried its pulse, and the two swung against each other for seconds).
+    const handedOver = this.splits > mine && this.total === watts && this.units.some((u) => !isOut(u, this.now()));
+    if (sent.length > 0 && failed.length === sent.length && !handedOver) throw (failed[0] as { error: unknown }).error;
+    const superseded = !handedOver && sent.some((o) => 'superseded' in o && o.superseded);
     if (split.reasons.includes('reversal')) this.watchReversal();
     const sum = this.units.reduce((total, u) => total + (isOut(u, this.now()) ? 0 : share(u)), 0);
     if (!handOver) this.told = sum;
