@@ -28,6 +28,29 @@ describe('group regulator through hand-overs (test/group-long-run.ts): the house
         if (count === 3) record.samples.every((s) => s.units[2].s === 0).should.be.true();
       });
 
+  // The group bench's second switched-off run: the 1600 class, made the fuller, carries 320 W of 700 W beside the 2400
+  // class and is switched off (its battery stops, its requests are refused) at every phase of the meter's second.
+  const fuller = [
+    { ...UNITS[1], initialSoc: 80 },
+    { ...UNITS[0], initialSoc: 40 },
+  ];
+  for (const seed of [27, 28])
+    for (const phase of [0, 0.3, 0.6, 0.9])
+      it(`a unit switched off beside another (700 W, house seed ${seed}, ${phase} s into the meter's second): left out, and the grid back within ±20 W 4 readings after (8 to 10 when its lost power counted as load once more and the unit left took the regulator's pulse), nothing moved between units`, async () => {
+        const atS = 30 + phase;
+        const house = { seed, baseLoadW: 700, noiseW: 10 };
+        const record = await groupLongRun({ units: fuller, house, seconds: 40, sampleS: 0.1, efficiency: 1, switchOff: { unit: 0, atS } });
+        const after = record.readings.filter((r) => r.t >= record.offAt!);
+        const jump = after.findIndex((r) => Math.abs(r.grid) > 20);
+        jump.should.be.aboveOrEqual(0);
+        const back = after.slice(jump).find((r) => Math.abs(r.grid) <= 20)!;
+        (back.t - record.offAt!).should.be.belowOrEqual(4);
+        // Within the band from there on, and the unit left takes no more than the house needs.
+        for (const r of after.filter((r) => r.t >= back.t)) Math.abs(r.grid).should.be.belowOrEqual(30);
+        record.report[0].leftOut.should.equal('unreachable');
+        should(record.movedWh).be.below(0.005);
+      });
+
   for (const seed of [25, 27])
     for (const count of [2, 3])
       it(`${count} units, house seed ${seed}, the meter 1 s late: grid error under 10 Wh (10.2 to 10.4 with the regulator's one model of the sum; up to 26.5 with the units' estimate taken as the meter's present)`, async () => {

@@ -10,10 +10,10 @@
  * message would. Used by test/group-long-run.test.ts and scripts/bench-group.js (its long run).
  */
 import { ZeroFeedInController } from '../src/control/zero-feed-in';
-import { GroupPlant } from '../src/control/group-plant';
+import { GroupPlant, type UnitReport } from '../src/control/group-plant';
 import type { BatteryPlant, PlantOutcome, PlantReading, ReadOptions, SendOptions } from '../src/control/device-plant';
 import { CONTROL_DEFAULTS, controlValues, parseControl, type ControlOptions } from '../src/control/control';
-import type { RegulatorSettings } from '../src/control/regulator';
+import type { Decision, RegulatorSettings } from '../src/control/regulator';
 import { zeroFeedInSettings } from '../src/editor/inputs';
 import { groupLimits } from '../src/flow/zero-feed-in';
 import { MODEL_CLASSES, REAL_TIME, type PowerLimits } from '../src/points/catalogue';
@@ -63,6 +63,8 @@ export interface LongRunOptions {
   efficiency: number;
   /** Each meter reading reaches the controller this much after it was taken (s; default 0). */
   meterLateS?: number;
+  /** The unit of this index is switched off at `atS`: its battery stops and its requests fail (refused at once). */
+  switchOff?: { unit: number; atS: number };
 }
 
 export interface LongSample {
@@ -80,8 +82,16 @@ export interface LongRecord {
   groupWh: number;
   /** Requests each unit carried out (writes of a setpoint). */
   writes: number[];
-  /** The controller's failures (none expected). */
+  /** The controller's failures (none expected unless a unit is switched off). */
   failures: unknown[];
+  /** The meter's readings as the controller got them (s, W). */
+  readings: { t: number; grid: number }[];
+  /** When the unit was switched off (s). */
+  offAt?: number;
+  /** The controller's decisions (s). */
+  decisions: { t: number; decision: Decision }[];
+  /** Each unit at the end, as the output message shows it. */
+  report: UnitReport[];
 }
 
 interface Job {
@@ -197,6 +207,13 @@ export class SimulatedUnit implements BatteryPlant {
     this.busy = true;
     this.free = this.now() + PACE_MS;
     job.onStart?.();
+    // Switched off: the request is refused at once.
+    if (this.sim.currentFault === 'offline') {
+      this.busy = false;
+      job.reject(new Error('connect ECONNREFUSED'));
+      this.pump();
+      return;
+    }
     const result = job.run();
     setTimeout(() => {
       this.busy = false;
@@ -236,13 +253,24 @@ export async function groupLongRun(options: LongRunOptions): Promise<LongRecord>
   const clock = new VirtualClock();
   const now = () => clock.now;
   const restore = clock.install();
-  const record: LongRecord = { samples: [], errorWh: 0, selfUseWh: 0, movedWh: 0, groupWh: 0, writes: [], failures: [] };
+  const record: LongRecord = {
+    samples: [],
+    errorWh: 0,
+    selfUseWh: 0,
+    movedWh: 0,
+    groupWh: 0,
+    writes: [],
+    failures: [],
+    readings: [],
+    decisions: [],
+    report: [],
+  };
   try {
     const plants = options.units.map((_, i) => new SimulatedUnit(sims[i], limits[i], now, config.regulator));
     const members = options.units.map((u, i) => ({ id: u.key, session: plants[i], capacityWh: sims[i].ratedCapacityKwh * 1000 }));
     const group = new GroupPlant(members, config.regulator, { now });
     const host = {
-      decision: () => undefined,
+      decision: (decision: Decision) => record.decisions.push({ t: now() / 1000, decision }),
       changed: () => undefined,
       failure: (e: unknown) => record.failures.push(e),
       implausibleBattery: () => undefined,
@@ -254,8 +282,14 @@ export async function groupLongRun(options: LongRunOptions): Promise<LongRecord>
     const target = config.regulator.target;
     for (let k = 0; k <= steps; k++) {
       if (k > 0) house.run(STEP_S);
+      const off = options.switchOff;
+      if (off && record.offAt === undefined && house.simSeconds >= off.atS) {
+        sims[off.unit].switchOff();
+        record.offAt = house.simSeconds;
+      }
       await clock.runTo(house.simSeconds * 1000);
       for (const reading of sims[0].takeMeterReadings()) {
+        record.readings.push({ t: house.simSeconds, grid: reading.grid });
         zero.reading(reading.grid);
         await settle();
       }
@@ -267,6 +301,7 @@ export async function groupLongRun(options: LongRunOptions): Promise<LongRecord>
           units: sims.map((sim) => ({ soc: sim.exactSoc, b: sim.batteryPower, s: signed(controlValuesOf(sim)) })),
         });
     }
+    record.report = group.report();
     let closed = false;
     void zero.close().finally(() => (closed = true));
     for (let k = 0; k < 20 && !closed; k++) await clock.runTo(clock.now + PACE_MS);

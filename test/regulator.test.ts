@@ -670,6 +670,30 @@ describe('zero feed-in regulator (src/control/regulator.ts) against a simulated 
     should(held.setpoint).be.above(1000);
   });
 
+  it('a unit that leaves is handed over with the need of the last reading: that reading with the units left where it shows the unit gone, the need as it was where not yet', function () {
+    // Two units carry 751 W (321 W and 430 W); the 321 W unit is switched off and its request fails. The last reading
+    // showed the grid at `grid`: 292 W when the meter already shows the unit's power gone, 3 W when it does not yet.
+    const left = (grid: number) => {
+      let units = 'big small';
+      let power = 751;
+      const regulator = new Regulator(SETTINGS, 0);
+      regulator.useEstimate(
+        () => power,
+        () => units,
+      );
+      regulator.meter(751, 0);
+      regulator.acknowledge(751, 100);
+      for (let t = 1000; t <= 30000; t += 1000) regulator.meter(0, t);
+      regulator.meter(grid, 31000);
+      [units, power] = ['big', 430];
+      return regulator.unitLeft(31100);
+    };
+    // Shown: the load is 292 W + 430 W; with the unit counted it would be 1043 W, a change the house did not make.
+    should(left(292)).equal(722);
+    // Not yet: the need stays (the unit left takes the share over before the meter shows it), not 433 W.
+    should(left(3)).equal(754);
+  });
+
   it('a read-back (6000) after the battery settled replaces the setpoint as the state: the device stopped on its own', function () {
     const regulator = new Regulator(SETTINGS, 0);
     regulator.meter(600, 0);

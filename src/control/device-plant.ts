@@ -69,6 +69,11 @@ export interface BatteryPlant {
   estimate?(at: number): number | undefined;
   /** With estimate(): the units that make up the plant now (a group's, in its split), named in one string. */
   members?(): string;
+  /**
+   * A group: `total` gives the total to split over the units left when one leaves (undefined: the total in force), as
+   * the controller's regulator reads the last reading now.
+   */
+  whenUnitLeaves?(total: () => number | undefined): void;
 }
 
 const address = (name: string) => pointByName(name)!.address;

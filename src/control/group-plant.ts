@@ -7,7 +7,9 @@
  * is unreachable or far short of its share is left out for a while and the total is split again over the others at
  * once. A unit whose last request failed is out of the split already (until one succeeds): a unit switched off hands
  * its share over at its first failed request, not three later. Out, a unit is not steered: its power counts as load,
- * as the meter sees it.
+ * as the meter sees it. What the units left take over is what the regulator reads from its last reading now, without
+ * the unit (whenUnitLeaves(), Regulator.unitLeft()): the total in force had counted the unit's lost power as a load,
+ * and held the regulator's pulse, sized for the units before. Each unit whose share grows by much gets its own pulse.
  *
  * Hand-over: the regulator learns one plant for the group's total, but a re-split of the plant's own (a reversal's
  * second half, a unit left out or back) moves power from one unit to another while the total stays, and the joining
@@ -92,8 +94,20 @@ interface Unit {
   steps: Step[];
   /** The setpoint under way to it (sent, not yet answered). */
   sent?: { watts: number };
-  /** A hand-over pulse in force: the share that follows it (W), and its timer. */
-  pulse?: { final: number; timer?: NodeJS.Timeout };
+  /** A hand-over pulse in force. */
+  pulse?: UnitPulse;
+}
+
+/**
+ * A hand-over pulse: the share that follows it (W), its timer, and when the share's request left (a read of the unit
+ * waits for it: in the slot before, it held the pulse on for a second more, 70 W past the share).
+ */
+type UnitPulse = { final: number; timer?: NodeJS.Timeout; followed: Promise<void>; follow: () => void };
+
+function unitPulse(final: number): UnitPulse {
+  let follow = () => undefined as void;
+  const followed = new Promise<void>((resolve) => (follow = resolve));
+  return { final, followed, follow };
 }
 
 const RATED_CAPACITY = pointByName('ratedCapacity')!.address;
@@ -143,7 +157,7 @@ export function fitLag(steps: readonly Step[], first: Read, second: Read): numbe
  */
 const isOut = (u: Unit, now: number) => u.failing === true || isLeftOut(u.health, now);
 /** A unit's part of the group's setpoint as the regulator knows it: the share a pulse leads to, not the pulse. */
-const share = (u: Unit) => u.pulse?.final ?? u.setpointW;
+const share = (u: Unit) => u.pulse?.final ?? u.sent?.watts ?? u.setpointW;
 
 /** A reading older than this does not tell the split whether a unit still moves (ms). */
 const FRESH_MS = 10000;
@@ -181,8 +195,12 @@ export class GroupPlant implements BatteryPlant {
   private totalSoc: number | undefined;
   /** The steady setpoint an overdrive's total heads to (the units staged by it), for a split again. */
   private totalSteady: number | undefined;
-  /** Splits begun so far: a split whose every request failed may have been handed over by a later one. */
+  /** Splits begun so far: a split whose every request failed may have been handed over by a later one... */
   private splits = 0;
+  /** ...the plant's own re-split (again()) last begun, by its number. */
+  private handOverSplit = 0;
+  /** The total to hand over when a unit leaves (see whenUnitLeaves()). */
+  private totalAfterLeave: (() => number | undefined) | undefined;
   private readonly now: () => number;
   private watch: NodeJS.Timeout | undefined;
   private step: NodeJS.Timeout | undefined;
@@ -254,9 +272,13 @@ export class GroupPlant implements BatteryPlant {
     return this.split(watts, options, false);
   }
 
-  /** `handOver`: the plant's own re-split of the total in force (the regulator learns it through othersWrote()). */
-  private async split(watts: number, options: SendOptions, handOver: boolean): Promise<PlantOutcome> {
+  /**
+   * `handOver`: the plant's own re-split of the total in force (the regulator learns it through othersWrote());
+   * `grows`: a unit left, and a unit whose share grows by much gets its pulse too.
+   */
+  private async split(watts: number, options: SendOptions, handOver: boolean, grows = false): Promise<PlantOutcome> {
     const mine = ++this.splits;
+    if (handOver) this.handOverSplit = mine;
     this.total = watts;
     this.totalSoc = options.soc;
     this.totalSteady = options.steady;
@@ -275,14 +297,14 @@ export class GroupPlant implements BatteryPlant {
     });
     const sent = await Promise.all(
       steered.map((u) =>
-        this.send(u, split.setpoints[this.units.indexOf(u)]!, { urgent: options.urgent, soc: options.soc, onStart }, handOver),
+        this.send(u, split.setpoints[this.units.indexOf(u)]!, { urgent: options.urgent, soc: options.soc, onStart }, handOver, grows),
       ),
     );
     const failed = sent.filter((o) => 'error' in o);
-    // A failure handed the same total over to the units left (observe()), superseding what this split sent them: it is
-    // in force there, as the regulator's own (told as failed or superseded, the regulator fell back while a unit
-    // carried its pulse, and the two swung against each other for seconds).
-    const handedOver = this.splits > mine && this.total === watts && this.units.some((u) => !isOut(u, this.now()));
+    // A failure handed the total over to the units left (observe()), superseding what this split sent them: the sum
+    // of their shares is in force (told as failed or superseded, the regulator fell back while a unit carried its
+    // pulse, and the two swung against each other for seconds).
+    const handedOver = this.handOverSplit > mine && this.units.some((u) => !isOut(u, this.now()));
     if (sent.length > 0 && failed.length === sent.length && !handedOver) throw (failed[0] as { error: unknown }).error;
     const superseded = !handedOver && sent.some((o) => 'superseded' in o && o.superseded);
     if (split.reasons.includes('reversal')) this.watchReversal();
@@ -291,9 +313,16 @@ export class GroupPlant implements BatteryPlant {
     return { superseded, watts: sum };
   }
 
-  /** The last total split again (the plant's own re-split: a reversal's units stopped, a unit out or back, SOCs moved). */
-  private again(urgent: boolean): Promise<PlantOutcome> {
-    return this.split(this.total!, { urgent, soc: this.totalSoc, steady: this.totalSteady, onStart: () => undefined }, true);
+  /**
+   * The last total split again (the plant's own re-split: a reversal's units stopped, a unit out or back, SOCs moved);
+   * `grows`: see split().
+   */
+  private again(urgent: boolean, grows = false): Promise<PlantOutcome> {
+    return this.split(this.total!, { urgent, soc: this.totalSoc, steady: this.totalSteady, onStart: () => undefined }, true, grows);
+  }
+
+  whenUnitLeaves(total: () => number | undefined): void {
+    this.totalAfterLeave = total;
   }
 
   /**
@@ -376,6 +405,7 @@ export class GroupPlant implements BatteryPlant {
 
   private endPulse(u: Unit): void {
     clearTimeout(u.pulse?.timer);
+    u.pulse?.follow();
     u.pulse = undefined;
   }
 
@@ -383,21 +413,33 @@ export class GroupPlant implements BatteryPlant {
    * One unit's share (`pulsed`: the plant's own re-split, where a unit that joins gets its pulse); a failure counts
    * against its health and is given back, not thrown.
    */
-  private async send(u: Unit, share: number, options: SendOptions, pulsed = false): Promise<PlantOutcome | { error: unknown }> {
+  private async send(
+    u: Unit,
+    share: number,
+    options: SendOptions,
+    pulsed = false,
+    grows = false,
+  ): Promise<PlantOutcome | { error: unknown }> {
     // A pulse under way ends on the newest share of the same way (its follow-up sends it); any other share goes now.
     if (u.pulse && Math.sign(share) === Math.sign(u.pulse.final)) {
       u.pulse.final = share;
       return { superseded: false, watts: share };
     }
     this.endPulse(u);
-    const value = pulsed ? this.handOverPulse(u, share) : undefined;
+    const value = pulsed ? this.handOverPulse(u, share, grows) : undefined;
     // In force before its answer: the sum told never holds the pulse.
-    const pulse = value === undefined ? undefined : { final: share, timer: undefined as NodeJS.Timeout | undefined };
+    const pulse = value === undefined ? undefined : unitPulse(share);
     u.pulse = pulse;
-    const outcome = await this.sendNow(u, value ?? share, options);
+    // The pulse acts from when its request left until its share's does (the same dead time): one slot, as sized.
+    let leftAt: number | undefined;
+    const onStart = () => {
+      leftAt = this.now();
+      options.onStart();
+    };
+    const outcome = await this.sendNow(u, value ?? share, pulse ? { ...options, onStart } : options);
     if (!pulse || u.pulse !== pulse) return outcome;
-    if ('error' in outcome || outcome.superseded || this.closed) u.pulse = undefined;
-    else pulse.timer = setTimeout(() => void this.followPulse(u, pulse), this.slotMs);
+    if ('error' in outcome || outcome.superseded || this.closed) this.endPulse(u);
+    else pulse.timer = setTimeout(() => void this.followPulse(u, pulse), Math.max(0, (leftAt ?? this.now()) + this.slotMs - this.now()));
     return outcome;
   }
 
@@ -406,9 +448,10 @@ export class GroupPlant implements BatteryPlant {
     let sent: number | undefined;
     while (!this.closed && u.pulse === pulse && pulse.final !== sent) {
       sent = pulse.final;
-      await this.sendNow(u, sent, { urgent: true, soc: this.totalSoc, onStart: () => undefined });
+      await this.sendNow(u, sent, { urgent: true, soc: this.totalSoc, onStart: () => pulse.follow() });
     }
     if (u.pulse === pulse) u.pulse = undefined;
+    pulse.follow();
   }
 
   /** A pulse's length: the slowest unit's interval and a margin (ms). */
@@ -418,16 +461,19 @@ export class GroupPlant implements BatteryPlant {
 
   /**
    * The setpoint that brings a joining unit (idle or the other way) to `share` one slot after it acts, by its learned
-   * lag: undefined for a small share, a unit whose lag is not known yet or one already moving this way. It goes past
-   * the share by at most the unit's distance from it, and stays within the unit's limits.
+   * lag: undefined for a small share, a unit whose lag is not known yet or one already moving this way (unless its
+   * share `grows` by HAND_OVER_MIN_W or more). It goes past the share by at most the unit's distance from it, and stays
+   * within the unit's limits.
    */
-  private handOverPulse(u: Unit, share: number): number | undefined {
-    if (u.lagMs === undefined || Math.abs(share) < HAND_OVER_MIN_W || Math.sign(u.setpointW) === Math.sign(share)) return undefined;
+  private handOverPulse(u: Unit, share: number, grows: boolean): number | undefined {
+    if (u.lagMs === undefined || Math.abs(share) < HAND_OVER_MIN_W) return undefined;
+    const moving = Math.sign(u.setpointW) === Math.sign(share);
+    if (moving && !grows) return undefined;
     const now = this.now();
     const fresh = freshRead(u, now);
     const power = fresh ? heading(u.before, fresh, u.setpointW, now) : 0;
     const distance = share - power;
-    if (distance * Math.sign(share) <= 0) return undefined;
+    if (distance * Math.sign(share) < (moving ? HAND_OVER_MIN_W : 1)) return undefined;
     const kept = Math.exp(-this.slotMs / u.lagMs);
     const wanted = power + distance / (1 - kept);
     const past = Math.min(Math.abs(wanted - share), Math.abs(distance));
@@ -440,9 +486,16 @@ export class GroupPlant implements BatteryPlant {
     this.sending++;
     const sent = { watts: share };
     u.sent = sent;
+    // The unit may carry the setpoint out from when its request left: its dead time counts from there (from the
+    // answer, the lag fitted to a unit answering in 0.4 s came out a third short).
+    let leftAt: number | undefined;
+    const onStart = () => {
+      leftAt = this.now();
+      options.onStart();
+    };
     try {
-      const outcome = await u.plant.apply(share, options);
-      if (!outcome.superseded) this.acknowledged(u, outcome.watts, this.now());
+      const outcome = await u.plant.apply(share, { ...options, onStart });
+      if (!outcome.superseded) this.acknowledged(u, outcome.watts, leftAt ?? this.now());
       // Answered again: back in the split.
       if (u.failing) this.observe(u, true);
       return outcome;
@@ -474,20 +527,23 @@ export class GroupPlant implements BatteryPlant {
     };
     // When each unit's request left: its power was taken then, not when the answer came (a read may wait its turn).
     const left = this.units.map(() => undefined as number | undefined);
+    const readUnit = async (u: Unit, i: number) => {
+      await u.pulse?.followed;
+      options.signal?.throwIfAborted();
+      return u.plant.read(withMeter && i === 0, {
+        signal: options.signal,
+        onStart: () => {
+          left[i] = this.now();
+          onStart();
+        },
+      });
+    };
     const results = await Promise.all(
       this.units.map((u, i) =>
-        u.plant
-          .read(withMeter && i === 0, {
-            signal: options.signal,
-            onStart: () => {
-              left[i] = this.now();
-              onStart();
-            },
-          })
-          .then(
-            (reading) => ({ reading }),
-            (error: unknown) => ({ error }),
-          ),
+        readUnit(u, i).then(
+          (reading) => ({ reading }),
+          (error: unknown) => ({ error }),
+        ),
       ),
     );
     // Withdrawn while it waited (a write needed the slots): no unit failed.
@@ -548,7 +604,13 @@ export class GroupPlant implements BatteryPlant {
     if (isOut(u, now) === was) return;
     if (!was) u.reason = 'left out';
     this.options.changed?.();
-    if (this.total !== undefined) void this.again(true).catch(() => undefined);
+    if (this.total === undefined) return;
+    // Re-decided where every unit left can get its own pulse (its lag known); otherwise the regulator's total, with its
+    // pulse, goes over (a unit that never moved, taking over without one, left the grid short for 15 s and more).
+    const pulsable = this.units.every((v) => isOut(v, now) || v.lagMs !== undefined);
+    const total = was || !pulsable ? undefined : this.totalAfterLeave?.();
+    if (total !== undefined) [this.total, this.totalSteady] = [total, undefined];
+    void this.again(true, total !== undefined).catch(() => undefined);
   }
 
   /** Every unit's grid charging; a unit that refuses it is reported, the others go on. */

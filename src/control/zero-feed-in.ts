@@ -127,6 +127,7 @@ export class ZeroFeedInController {
     );
     const plant = this.plant;
     if (plant.estimate) this.regulator.useEstimate((at) => plant.estimate!(at), plant.members && (() => plant.members!()));
+    plant.whenUnitLeaves?.(() => this.totalAfterLeave());
     this.modeNow = config.mode;
     this.regulator.setMaxDischarge(dischargeBound(config.mode, config.regulator.maxDischarge));
   }
@@ -312,6 +313,13 @@ export class ZeroFeedInController {
     const decision = this.regulator.meter(grid, this.now(), battery);
     this.act(decision);
     this.readAfterHold(decision);
+  }
+
+  /** A unit of the group left: the total its share goes over with, as the regulator reads the last reading now. */
+  private totalAfterLeave(): number | undefined {
+    if (this.closed || this.handing || !this.regulator.enabled || !regulated(this.modeNow)) return undefined;
+    const total = this.regulator.unitLeft(this.now());
+    return total === undefined ? undefined : modeSetpoint(this.modeNow, total);
   }
 
   /** Stops the reads and the clock and leaves the battery as configured; resolves when the device has it. */
