@@ -179,8 +179,12 @@ const HAND_OVER_MIN_W = 150;
 const PRIOR_LAG_MS = 1500;
 /** Between its reads, a reversal's watch splits again this often (ms). */
 const WATCH_STEP_MS = 250;
-/** Added to the slowest unit's interval for the gap between a pulse and its share's request (ms). */
-const SLOT_MARGIN_MS = 200;
+/**
+ * Added to the slowest unit's interval for the gap between a pulse and its share's request (ms): about the queue's own
+ * margin (10 ms and the spread of its connects). The share follows by this timer, so the pulse lasts as long as it was
+ * sized for; with 200 ms the unit left after a switch-off reached its share 0.2 s after the reading that could show it.
+ */
+const SLOT_MARGIN_MS = 50;
 
 export class GroupPlant implements BatteryPlant {
   private readonly units: Unit[];
