@@ -13,7 +13,7 @@ import { ZeroFeedInController } from '../src/control/zero-feed-in';
 import { GroupPlant, type UnitReport } from '../src/control/group-plant';
 import type { BatteryPlant, PlantOutcome, PlantReading, ReadOptions, SendOptions } from '../src/control/device-plant';
 import { CONTROL_DEFAULTS, controlValues, parseControl, type ControlOptions } from '../src/control/control';
-import type { Decision, RegulatorSettings } from '../src/control/regulator';
+import type { RegulatorSettings } from '../src/control/regulator';
 import { zeroFeedInSettings } from '../src/editor/inputs';
 import { groupLimits } from '../src/flow/zero-feed-in';
 import { MODEL_CLASSES, REAL_TIME, type PowerLimits } from '../src/points/catalogue';
@@ -88,8 +88,6 @@ export interface LongRecord {
   readings: { t: number; grid: number }[];
   /** When the unit was switched off (s). */
   offAt?: number;
-  /** The controller's decisions (s). */
-  decisions: { t: number; decision: Decision }[];
   /** Each unit at the end, as the output message shows it. */
   report: UnitReport[];
 }
@@ -262,7 +260,6 @@ export async function groupLongRun(options: LongRunOptions): Promise<LongRecord>
     writes: [],
     failures: [],
     readings: [],
-    decisions: [],
     report: [],
   };
   try {
@@ -270,7 +267,7 @@ export async function groupLongRun(options: LongRunOptions): Promise<LongRecord>
     const members = options.units.map((u, i) => ({ id: u.key, session: plants[i], capacityWh: sims[i].ratedCapacityKwh * 1000 }));
     const group = new GroupPlant(members, config.regulator, { now });
     const host = {
-      decision: (decision: Decision) => record.decisions.push({ t: now() / 1000, decision }),
+      decision: () => undefined,
       changed: () => undefined,
       failure: (e: unknown) => record.failures.push(e),
       implausibleBattery: () => undefined,

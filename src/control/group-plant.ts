@@ -199,10 +199,8 @@ export class GroupPlant implements BatteryPlant {
   private totalSoc: number | undefined;
   /** The steady setpoint an overdrive's total heads to (the units staged by it), for a split again. */
   private totalSteady: number | undefined;
-  /** Splits begun so far: a split whose every request failed may have been handed over by a later one... */
-  private splits = 0;
-  /** ...the plant's own re-split (again()) last begun, by its number. */
-  private handOverSplit = 0;
+  /** The plant's own re-splits (again()) begun so far: a split whose every request failed may have been handed over. */
+  private handOvers = 0;
   /** The total to hand over when a unit leaves (see whenUnitLeaves()). */
   private totalAfterLeave: (() => number | undefined) | undefined;
   private readonly now: () => number;
@@ -281,8 +279,8 @@ export class GroupPlant implements BatteryPlant {
    * `grows`: a unit left, and a unit whose share grows by much gets its pulse too.
    */
   private async split(watts: number, options: SendOptions, handOver: boolean, grows = false): Promise<PlantOutcome> {
-    const mine = ++this.splits;
-    if (handOver) this.handOverSplit = mine;
+    if (handOver) this.handOvers++;
+    const handOversBefore = this.handOvers;
     this.total = watts;
     this.totalSoc = options.soc;
     this.totalSteady = options.steady;
@@ -308,7 +306,7 @@ export class GroupPlant implements BatteryPlant {
     // A failure handed the total over to the units left (observe()), superseding what this split sent them: the sum
     // of their shares is in force (told as failed or superseded, the regulator fell back while a unit carried its
     // pulse, and the two swung against each other for seconds).
-    const handedOver = this.handOverSplit > mine && this.units.some((u) => !isOut(u, this.now()));
+    const handedOver = this.handOvers > handOversBefore && this.units.some((u) => !isOut(u, this.now()));
     if (sent.length > 0 && failed.length === sent.length && !handedOver) throw (failed[0] as { error: unknown }).error;
     const superseded = !handedOver && sent.some((o) => 'superseded' in o && o.superseded);
     if (split.reasons.includes('reversal')) this.watchReversal();
@@ -434,16 +432,11 @@ export class GroupPlant implements BatteryPlant {
     // In force before its answer: the sum told never holds the pulse.
     const pulse = value === undefined ? undefined : unitPulse(share);
     u.pulse = pulse;
-    // The pulse acts from when its request left until its share's does (the same dead time): one slot, as sized.
-    let leftAt: number | undefined;
-    const onStart = () => {
-      leftAt = this.now();
-      options.onStart();
-    };
-    const outcome = await this.sendNow(u, value ?? share, pulse ? { ...options, onStart } : options);
+    const outcome = await this.sendNow(u, value ?? share, options);
     if (!pulse || u.pulse !== pulse) return outcome;
     if ('error' in outcome || outcome.superseded || this.closed) this.endPulse(u);
-    else pulse.timer = setTimeout(() => void this.followPulse(u, pulse), Math.max(0, (leftAt ?? this.now()) + this.slotMs - this.now()));
+    // The pulse acts from when its request left until its share's does (the same dead time): one slot, as sized.
+    else pulse.timer = setTimeout(() => void this.followPulse(u, pulse), Math.max(0, outcome.leftAt + this.slotMs - this.now()));
     return outcome;
   }
 
@@ -486,7 +479,8 @@ export class GroupPlant implements BatteryPlant {
     return value === share ? undefined : value;
   }
 
-  private async sendNow(u: Unit, share: number, options: SendOptions): Promise<PlantOutcome | { error: unknown }> {
+  /** One request to the unit; `leftAt`: when it left (or was answered, where no request went). */
+  private async sendNow(u: Unit, share: number, options: SendOptions): Promise<(PlantOutcome & { leftAt: number }) | { error: unknown }> {
     this.sending++;
     const sent = { watts: share };
     u.sent = sent;
@@ -499,10 +493,11 @@ export class GroupPlant implements BatteryPlant {
     };
     try {
       const outcome = await u.plant.apply(share, { ...options, onStart });
-      if (!outcome.superseded) this.acknowledged(u, outcome.watts, leftAt ?? this.now());
+      leftAt ??= this.now();
+      if (!outcome.superseded) this.acknowledged(u, outcome.watts, leftAt);
       // Answered again: back in the split.
       if (u.failing) this.observe(u, true);
-      return outcome;
+      return { ...outcome, leftAt };
     } catch (error) {
       this.observe(u, false);
       this.options.unitFailure?.(u.member.id, error);

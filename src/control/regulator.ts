@@ -540,8 +540,7 @@ export class Regulator {
     // alone was taken 0.5 s late and the grid held 40 W for 3 s).
     estimate.costs = estimate.costs.map(() => 0);
     estimate.implied = [];
-    const want = this.wanted(grid, load - grid, load - grid, false);
-    return this.limit((want.low + want.high) / 2).value;
+    return this.limit(this.wanted(grid, load - grid, load - grid, false).low).value;
   }
 
   /**
