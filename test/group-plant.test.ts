@@ -2,6 +2,7 @@
 import should from 'should';
 import { DeviceClient } from '../src/device/client';
 import { GroupPlant, fitLag } from '../src/control/group-plant';
+import type { BatteryPlant, PlantOutcome, PlantReading, SendOptions } from '../src/control/device-plant';
 import { REAL_TIME } from '../src/points/catalogue';
 import { DeviceSimulator, SharedHouse } from '../src/simulator';
 import { PASSWORD, startUnits } from './support';
@@ -151,6 +152,65 @@ describe('group plant (src/control/group-plant.ts): several devices behind one m
     await sims[0].ready();
     await plant.read(false);
     await until(() => held(sims[0]) === 700 && held(sims[1]) === 0, 5000, 'the fuller unit back with the whole share');
+    plant.close();
+  });
+
+  it('a unit switched off stays out when its queued write is replaced by the next split’s: only an answered request brings it back', async () => {
+    const plant = await group([80, 40]);
+    await plant.read(false);
+    await send(plant, 700);
+    sims[0].switchOff();
+    await sims[0].ready();
+    // Its read fails: its share goes to the other unit, and its standby waits in its queue for its slot.
+    const writesBefore = sims[1].stats.byOperation['Vendor.SetData'] ?? 0;
+    await plant.read(false);
+    // The next total replaces that queued standby before it went: counted as an answer, the unit came back, took the
+    // fuller unit's share again and the other was sent a standby, then the total once more.
+    await send(plant, 720);
+    plant.members().should.equal('unit2');
+    await plant.read(false);
+    plant.members().should.equal('unit2');
+    held(sims[1]).should.equal(720);
+    // The hand-over's 700 W and the 720 W, nothing between.
+    ((sims[1].stats.byOperation['Vendor.SetData'] ?? 0) - writesBefore).should.be.belowOrEqual(2);
+    plant.close();
+  });
+
+  it('a total’s outcome does not wait for the request of a unit whose last one failed (it waits for that unit’s slot)', async () => {
+    // Two units as plants of their own: the first's requests wait until the test lets them fail.
+    const waiting: (() => void)[] = [];
+    const unit = (soc: number, fails: () => boolean): BatteryPlant => ({
+      minIntervalMs: 1000,
+      limits: { chargeLimit: 2400, dischargeLimit: 2400 },
+      learn: () => Promise.resolve(),
+      apply(watts: number, options: SendOptions): Promise<PlantOutcome> {
+        options.onStart();
+        if (!fails()) return Promise.resolve({ superseded: false, watts });
+        return new Promise((_, reject) => waiting.push(() => reject(new Error('connect ECONNREFUSED'))));
+      },
+      read: (): Promise<PlantReading> =>
+        fails() ? Promise.reject(new Error('connect ECONNREFUSED')) : Promise.resolve({ battery: 0, soc }),
+      selfConsumption: () => Promise.resolve(),
+      gridCharging: () => Promise.resolve(),
+      othersWrote: () => undefined,
+    });
+    let off = false;
+    const plant = new GroupPlant(
+      [
+        { id: 'unit1', session: unit(80, () => off), capacityWh: 2000 },
+        { id: 'unit2', session: unit(40, () => false), capacityWh: 2000 },
+      ],
+      SETTINGS,
+    );
+    await plant.read(false);
+    await send(plant, 700);
+    off = true;
+    await plant.read(false);
+    // The next total: the first unit's standby waits for its slot; the outcome is the second unit's share.
+    const outcome = send(plant, 720);
+    const first = await Promise.race([outcome, new Promise((resolve) => setImmediate(() => resolve('still waiting')))]);
+    should(first).eql({ superseded: false, watts: 720 });
+    for (const fail of waiting) fail();
     plant.close();
   });
 

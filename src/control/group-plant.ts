@@ -297,11 +297,13 @@ export class GroupPlant implements BatteryPlant {
       // A left-out unit is not steered; one that falls short but still moves gets a standby.
       return !(isLeftOut(u.health, now) && (u.setpointW === 0 || u.health?.reason === 'unreachable'));
     });
-    const sent = await Promise.all(
-      steered.map((u) =>
-        this.send(u, split.setpoints[this.units.indexOf(u)]!, { urgent: options.urgent, soc: options.soc, onStart }, handOver, grows),
-      ),
+    const outcomes = steered.map((u) =>
+      this.send(u, split.setpoints[this.units.indexOf(u)]!, { urgent: options.urgent, soc: options.soc, onStart }, handOver, grows),
     );
+    // A failing unit's request (out of the split and of the sum) is not waited for while another unit is steered: it
+    // waits for the failing unit's slot, and the regulator's setpoint was in flight for 2.5 s after a switch-off.
+    const answering = steered.map((u) => !u.failing);
+    const sent = await Promise.all(answering.includes(true) ? outcomes.filter((_, i) => answering[i]) : outcomes);
     const failed = sent.filter((o) => 'error' in o);
     // A failure handed the total over to the units left (observe()), superseding what this split sent them: the sum
     // of their shares is in force (told as failed or superseded, the regulator fell back while a unit carried its
@@ -493,10 +495,12 @@ export class GroupPlant implements BatteryPlant {
     };
     try {
       const outcome = await u.plant.apply(share, { ...options, onStart });
+      // Answered again: back in the split. Only a request that went counts: a failing unit's write replaced in its queue
+      // (or a repeat the plant did not send) brought a switched-off unit back at each split, and the total back to it.
+      const answered = leftAt !== undefined && !outcome.superseded;
       leftAt ??= this.now();
       if (!outcome.superseded) this.acknowledged(u, outcome.watts, leftAt);
-      // Answered again: back in the split.
-      if (u.failing) this.observe(u, true);
+      if (u.failing && answered) this.observe(u, true);
       return { ...outcome, leftAt };
     } catch (error) {
       this.observe(u, false);

@@ -455,6 +455,10 @@ export class Regulator {
   private fallsShort(power: number, askedAt: number, now: number): boolean {
     const setpoint = this.acknowledged;
     if (setpoint === undefined || setpoint === 0) return false;
+    // The plant's units changed: the history of the sum counts a unit that left, and says nothing of the units left (a
+    // slower unit taking over looked short of it, and was held at a setpoint it was still answering). Until the family's
+    // slowest plant has settled, the plant's estimate steers alone; a unit that falls short is the group's to leave out.
+    if (this.estimate && this.membersChanged(now, this.identifier.models)) return false;
     // Short of every plant the readings allow, during a transient too (every plant the regulator is built for would
     // see it only once the slowest, 4 s and 5 s, had settled: a derated battery was found 12 s into a kettle's step,
     // after the setpoint had wound up). A battery a little off the identified ones is within the margin.
