@@ -6,13 +6,23 @@
  * the node wires them against simulated units behind their devices' pace.
  */
 import should from 'should';
-import { benchHouse, groupLongRun, type LongUnit } from './group-long-run';
+import { benchHouse, groupLongRun, type LongRecord, type LongUnit } from './group-long-run';
 
 const UNITS: LongUnit[] = [
   { key: 'big', model: '2000', initialSoc: 80, deadTimeS: 1, lagS: 1.5 },
   { key: 'small', model: '1600', initialSoc: 40, deadTimeS: 1.5, lagS: 3 },
   { key: 'third', model: '2000', initialSoc: 60, deadTimeS: 2, lagS: 5 },
 ];
+/** The readings from a switch-off on, and the first back within ±20 W once the grid has left that band. */
+function gridBack(record: LongRecord) {
+  const after = record.readings.filter((r) => r.t >= record.offAt!);
+  const jump = after.findIndex((r) => Math.abs(r.grid) > 20);
+  jump.should.be.aboveOrEqual(0);
+  const back = after.slice(jump).find((r) => Math.abs(r.grid) <= 20);
+  should(back).be.ok();
+  return { after, back: back! };
+}
+
 describe('group regulator through hand-overs (test/group-long-run.ts): the house of the group bench, in simulated time', function () {
   this.timeout(30000);
 
@@ -40,13 +50,42 @@ describe('group regulator through hand-overs (test/group-long-run.ts): the house
         const atS = 30 + phase;
         const house = { seed, baseLoadW: 700, noiseW: 10 };
         const record = await groupLongRun({ units: fuller, house, seconds: 40, sampleS: 0.1, efficiency: 1, switchOff: { unit: 0, atS } });
-        const after = record.readings.filter((r) => r.t >= record.offAt!);
-        const jump = after.findIndex((r) => Math.abs(r.grid) > 20);
-        jump.should.be.aboveOrEqual(0);
-        const back = after.slice(jump).find((r) => Math.abs(r.grid) <= 20)!;
+        const { after, back } = gridBack(record);
         (back.t - record.offAt!).should.be.belowOrEqual(4);
         // Within the band from there on, and the unit left takes no more than the house needs.
         for (const r of after.filter((r) => r.t >= back.t)) Math.abs(r.grid).should.be.belowOrEqual(30);
+        record.report[0].leftOut.should.equal('unreachable');
+        should(record.movedWh).be.below(0.005);
+      });
+
+  // The group bench's first switched-off run: the 2400 class at 80 % carries the 700 W alone and is switched off; the
+  // 1600 class, at rest, takes over. Its dead time (1.5 s) and lag (3 s) bound it: an oracle that knows the plant has
+  // the grid back 10 readings after.
+  const alone = [
+    { ...UNITS[0], initialSoc: 80 },
+    { ...UNITS[1], initialSoc: 40 },
+  ];
+  for (const seed of [9, 27])
+    for (const atS of [30, 30.6, 47])
+      it(`the only running unit switched off (700 W, house seed ${seed}, at ${atS} s): the resting unit takes over and keeps its share, the grid back within 11 readings (12.4 s when the off unit's replaced writes brought it back)`, async () => {
+        const house = { seed, baseLoadW: 700, noiseW: 10 };
+        const record = await groupLongRun({
+          units: alone,
+          house,
+          seconds: atS + 15,
+          sampleS: 0.1,
+          efficiency: 1,
+          switchOff: { unit: 0, atS },
+        });
+        (gridBack(record).back.t - record.offAt!).should.be.belowOrEqual(11);
+        // Once commanded, the unit left is never sent a standby (the off unit taken back into the split).
+        const samples = record.samples.filter((x) => x.t >= record.offAt!);
+        const taken = samples.findIndex((x) => x.units[1].s > 0);
+        taken.should.be.aboveOrEqual(0);
+        samples
+          .slice(taken)
+          .every((x) => x.units[1].s > 0)
+          .should.be.true();
         record.report[0].leftOut.should.equal('unreachable');
         should(record.movedWh).be.below(0.005);
       });
