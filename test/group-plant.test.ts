@@ -3,7 +3,7 @@ import should from 'should';
 import { DeviceClient } from '../src/device/client';
 import { GroupPlant, fitLag } from '../src/control/group-plant';
 import type { BatteryPlant, PlantOutcome, PlantReading, SendOptions } from '../src/control/device-plant';
-import { REAL_TIME } from '../src/points/catalogue';
+import { MODEL_CLASSES, REAL_TIME } from '../src/points/catalogue';
 import { DeviceSimulator, SharedHouse } from '../src/simulator';
 import { PASSWORD, startUnits } from './support';
 import { held } from './setpoint';
@@ -34,7 +34,8 @@ describe('group plant (src/control/group-plant.ts): several devices behind one m
       socs.map((soc, i) => ({ workingMode: REAL_TIME.mode, model: i === 0 ? '2000' : '1600', initialSoc: soc, ...plants[i] })),
     );
     // Each unit's client with its class's limits, as its device configuration would have them.
-    const limits = [{}, { chargeLimit: 1200, dischargeLimit: 800 }];
+    const small = MODEL_CLASSES['1600'];
+    const limits = [{}, { chargeLimit: small.maxChargePower, dischargeLimit: small.maxDischargePower }];
     clients = sims.map(
       (sim, i) => new DeviceClient({ host: '127.0.0.1', port: sim.port, password: PASSWORD, timeoutMs: 2000, ...limits[i] }),
     );
@@ -181,7 +182,7 @@ describe('group plant (src/control/group-plant.ts): several devices behind one m
     const waiting: (() => void)[] = [];
     const unit = (soc: number, fails: () => boolean): BatteryPlant => ({
       minIntervalMs: 1000,
-      limits: { chargeLimit: 2400, dischargeLimit: 2400 },
+      limits: { chargeLimit: MODEL_CLASSES['2000'].maxChargePower, dischargeLimit: MODEL_CLASSES['2000'].maxDischargePower },
       learn: () => Promise.resolve(),
       apply(watts: number, options: SendOptions): Promise<PlantOutcome> {
         options.onStart();
