@@ -2,7 +2,7 @@
 // The Node-RED part of `npm run bench`: this package's nodes in real Node-RED (as the tests load it, through
 // node-red-node-test-helper), against the simulator behind a loopback relay that adds a random one-way delay to every
 // chunk each way, with the simulator answering after a latency and rejecting too-early requests with 503, as devices
-// do. Prints one table row per scenario (markdown, for the README). Needs `npm run build:test`.
+// do. Prints one table row per scenario (markdown, for docs/benchmarks.md). Needs `npm run build:test`.
 //
 // Options (all optional):
 //   --seconds <n>        length of each scenario (default 30)

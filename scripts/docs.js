@@ -1,12 +1,14 @@
-// Rewrites the point tables in README.md and the point lists of the read and write help pages from the catalogue.
+// Rewrites the README's model table, the point tables of docs/reference.md and the point lists of the read and write
+// help pages from the catalogue.
 const fs = require('fs');
 const path = require('path');
-const { withPointTables, withHelpPointList, HELP_LANGUAGES } = require('../dist/src/points/docs');
+const { withModelTable, withPointTables, withHelpPointList, HELP_LANGUAGES } = require('../dist/src/points/docs');
 
 const root = path.join(__dirname, '..');
 const rewrite = (file, change) => fs.writeFileSync(file, change(fs.readFileSync(file, 'utf8')));
 
-rewrite(path.join(root, 'README.md'), withPointTables);
+rewrite(path.join(root, 'README.md'), withModelTable);
+rewrite(path.join(root, 'docs', 'reference.md'), withPointTables);
 for (const language of HELP_LANGUAGES) {
   for (const direction of ['read', 'write']) {
     rewrite(path.join(root, 'nodes', 'locales', language, `localbattery-${direction}.html`), (page) =>
@@ -14,4 +16,4 @@ for (const language of HELP_LANGUAGES) {
     );
   }
 }
-console.log('README.md point tables and help point lists updated');
+console.log('README.md model table, docs/reference.md point tables and help point lists updated');

@@ -90,7 +90,7 @@ function functionLengths(file: string): { name: string; lines: number }[] {
   return found;
 }
 
-/** The layers in the README's order: each imports only from itself and the ones before it. */
+/** The layers in the order of docs/design.md: each imports only from itself and the ones before it. */
 const LAYERS = ['errors', 'numbers', 'points', 'device', 'control', 'discovery', 'editor', 'flow', 'simulator', 'cli', 'index'];
 const layerOf = (file: string) => LAYERS.indexOf(file.split('/')[1].replace(/\.ts$/, ''));
 
@@ -106,7 +106,7 @@ describe('architecture', () => {
     should(found).eql([], `import circles: ${found.map((circle) => circle.join(' ↔ ')).join('; ')}`);
   });
 
-  it("imports only from the layers before its own, in the README's order", () => {
+  it('imports only from the layers before its own, in the order of docs/design.md', () => {
     const src = FILES.filter((file) => file.startsWith('src/'));
     should(src.filter((file) => layerOf(file) === -1)).eql([], 'a file outside the known layers');
     const upward = src.flatMap((file) =>

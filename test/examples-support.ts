@@ -4,6 +4,8 @@ import path from 'node:path';
 import should from 'should';
 import { helper, PASSWORD } from './support';
 import type { DeviceSimulator } from '../src/simulator';
+import { REAL_TIME } from '../src/points/catalogue';
+import { STATE_CODES } from '../src/control/control';
 import deviceNode = require('../nodes/localbattery-device');
 import readNode = require('../nodes/localbattery-read');
 import writeNode = require('../nodes/localbattery-write');
@@ -70,7 +72,13 @@ export const isWriteOperation = (operation: string) => /\.SetData$|^User\.SetCon
  * as the user does following the comment.
  */
 /** Examples that need more than Node-RED's core nodes and ours. */
-export const NEEDS_MORE = ['Dashboard.json', 'Home Assistant (MQTT discovery).json', 'Zero feed-in.json', 'Several batteries.json'];
+export const NEEDS_MORE = [
+  'Dashboard.json',
+  'Home Assistant (MQTT discovery).json',
+  'Zero feed-in.json',
+  'Several batteries.json',
+  'evcc battery mode.json',
+];
 
 /**
  * The example ready to load, `simulators` one per device configuration in order (one for all when one is given);
@@ -163,4 +171,11 @@ export async function settle(sources: string[], act: () => unknown): Promise<voi
   } finally {
     hooks.remove('*.examplesSettle');
   }
+}
+
+/** The simulator's setpoint in W, signed like 6000; undefined out of real-time control. */
+export function signedSetpoint(simulator: DeviceSimulator): number | undefined {
+  if (simulator.workingMode !== REAL_TIME.mode) return undefined;
+  const { state, power } = simulator.control;
+  return state === STATE_CODES.charge ? -power : state === STATE_CODES.discharge ? power : 0;
 }

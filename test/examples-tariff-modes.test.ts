@@ -5,9 +5,8 @@
 import should from 'should';
 import { helper, startSimulator } from './support';
 import type { DeviceSimulator } from '../src/simulator';
-import { REAL_TIME, pointByName } from '../src/points/catalogue';
-import { STATE_CODES } from '../src/control/control';
-import { CORE_NODES, OUR_NODES, type FlowNode, prepared, idOf, nextMessage, until } from './examples-support';
+import { pointByName } from '../src/points/catalogue';
+import { CORE_NODES, OUR_NODES, type FlowNode, prepared, idOf, until, signedSetpoint } from './examples-support';
 
 /** The device's minimum interval between requests, as the example's device configuration has it. */
 const INTERVAL_MS = 1000;
@@ -30,23 +29,19 @@ describe('Tariff modes example', function () {
     return flow;
   }
 
-  /** The simulator's setpoint in W, signed like 6000; undefined out of real-time control. */
-  const signed = () => {
-    if (simulator.workingMode !== REAL_TIME.mode) return undefined;
-    const { state, power } = simulator.control;
-    return state === STATE_CODES.charge ? -power : state === STATE_CODES.discharge ? power : 0;
-  };
+  const signed = () => signedSetpoint(simulator);
 
-  it("its injects send schedules in power-saver's shape that start now in normal, then hold, charge and normal a minute apart", async () => {
+  it("its injects send schedules in power-saver's shape that start now in hold, then normal (the peak), charge and hold a minute apart", async () => {
     const flow = await run(false);
-    const modes = idOf(flow, (n) => n.type === 'helper' && n.name === 'modes');
+    const modes: string[] = [];
+    helper.getNode(idOf(flow, (n) => n.type === 'helper' && n.name === 'modes')).on('input', (msg: FlowNode) => modes.push(msg.mode));
     const schedules: FlowNode[] = [];
     const function_ = flow.find((n) => n.type === 'function')!;
-    helper.getNode(function_.id).on('input', (msg: FlowNode) => schedules.push(msg));
-    const first = nextMessage(modes);
+    helper.getNode(function_.id).on('input', (msg: FlowNode) => msg.topic && schedules.push(msg));
     for (const inject of flow.filter((n) => n.type === 'inject' && n.topic)) helper.getNode(inject.id).receive({});
-    (await first).mode.should.equal('normal');
-    await until(() => schedules.length === 2, 5000, 'both schedules');
+    await until(() => schedules.length === 2 && modes.length >= 2, 5000, 'both schedules');
+    // Best Save is on now: the battery holds its charge for the peak.
+    modes[modes.length - 1].should.equal('hold');
     const now = Date.now();
     const at = (topic: string) => schedules.find((msg) => msg.topic === topic)!.payload.schedule as FlowNode[];
     for (const schedule of [at('best save'), at('lowest price')]) {
@@ -55,7 +50,7 @@ describe('Tariff modes example', function () {
         should(Date.parse(entry.time)).be.a.Number().and.not.be.NaN();
       }
     }
-    // Best save off (hold) from the first minute to the second, the lowest price on (charge) in the third.
+    // Best Save off (the peak: normal) from the first minute to the second, the lowest price on (charge) in the third.
     const minutesFromNow = (entry: FlowNode) => Math.round((Date.parse(entry.time) - now) / 60000);
     at('best save')
       .map((entry) => [minutesFromNow(entry), entry.value])
@@ -73,18 +68,19 @@ describe('Tariff modes example', function () {
       ]);
   });
 
-  it('armed: a schedule drives normal, hold, charge and normal, each at the device within two intervals of its time', async () => {
+  it('armed: a schedule drives normal (the peak), hold, charge and normal, each at the device within two intervals of its time', async () => {
     const flow = await run(['zero feed-in']);
     await until(() => (signed() ?? 0) > 0, 20000, 'zero feed-in discharging against the import');
     simulator.setData(pointByName('gridChargingSetting')!.address, [0]);
     const schedules = flow.find((n) => n.type === 'function')!;
     const zero = flow.find((n) => n.type === 'localbattery-zero-feed-in')!;
-    // Power-saver's schedules with slots of a few seconds: hold from +3 s, charge from +7 s, normal from +11 s.
+    // Power-saver's schedules with slots of a few seconds: the peak (Best Save off) now, hold from +3 s (Best Save on),
+    // charge from +7 s (the lowest price), the peak again from +11 s.
     const start = Date.now();
     const iso = (ms: number) => new Date(start + ms).toISOString();
     const slot = (ms: number, value: boolean, minutes: number | null) => ({ time: iso(ms), value, countMinutes: minutes });
     const send = (topic: string, schedule: FlowNode[]) => helper.getNode(schedules.id).receive({ topic, payload: { schedule } });
-    send('best save', [slot(0, true, 1), slot(3000, false, 1), slot(11000, true, null)]);
+    send('best save', [slot(0, false, 1), slot(3000, true, 1), slot(11000, false, null)]);
     send('lowest price', [slot(0, false, 1), slot(7000, true, 1), slot(11000, false, null)]);
 
     const reached: Record<string, number> = {};

@@ -2,7 +2,7 @@
  * The point catalogue: every read point (spec 2.1) and write point (spec 2.2) with its address, stable name,
  * label, category, type, unit, enum labels and write bounds, plus the read/write pairs of the field notes and
  * the points shipped devices serve beyond the specification (marked `beyondSpec`, each with its `source`).
- * Runtime validation, the editor pickers, the simulator and the README point table all derive from this file.
+ * Runtime validation, the editor pickers, the simulator and the generated docs (`npm run docs`) all derive from this file.
  */
 import { ValidationError } from '../errors';
 import { homeAssistantSensor, type HomeAssistantSensor } from './home-assistant';
@@ -101,18 +101,28 @@ export type WriteLimits = Partial<PowerLimits>;
  */
 export type PowerDirection = 'charge' | 'discharge' | 'larger';
 
-/** What the model classes accept beyond the point bounds, from the maker's tables (BK1600 tab) and the integrations. */
-export const MODEL_CLASSES: Record<ModelClass, { label: string; maxChargePower: number; maxDischargePower: number; source: string }> = {
+/**
+ * The model classes: products, what they accept beyond the point bounds (maker's tables, BK1600 tab, and the
+ * integrations) and the minimum firmware of the specification (section 1).
+ */
+export const MODEL_CLASSES: Record<
+  ModelClass,
+  { label: string; products: string[]; maxChargePower: number; maxDischargePower: number; minimumFirmware: string; source: string }
+> = {
   '2000': {
     label: 'SolidFlex2000/PowerFlex2000',
+    products: ['SolidFlex 2000', 'PowerFlex 2000'],
     maxChargePower: 2400,
     maxDischargePower: 2400,
+    minimumFirmware: 'CMS V1406.07.002E',
     source: "maker's point table, SolidFlex2000/PowerFlex2000 tab",
   },
   '1600': {
     label: 'BK1600/BK1600Ultra',
+    products: ['BK1600', 'BK1600 Ultra'],
     maxChargePower: 1200,
     maxDischargePower: 800,
+    minimumFirmware: 'V1.3.0A_R006.072_M4848_00000039',
     source: `${SOURCE_MAKER_1600}; ${SOURCE_INDEVOLT_API} DEVICE_LIMITS`,
   },
 };
@@ -122,6 +132,18 @@ export const MODEL_1600_SPEC_ADDRESSES: readonly number[] = [
   0, 7101, 1664, 1665, 2108, 1502, 1505, 2101, 2107, 1501, 6000, 6001, 6002, 6105, 6004, 6005, 6006, 6007, 7120, 606, 1600, 1601, 1632,
   1633, 667, 2104, 2105, 11034, 142,
 ];
+
+/** Whether a model class serves a read point: the sources' list for the 1600 class, every other specification point for the 2000 class. */
+export function modelServes(model: ModelClass, point: ReadPoint): boolean {
+  return point.beyondSpec
+    ? (point.models?.includes(model) ?? false)
+    : model === '2000' || MODEL_1600_SPEC_ADDRESSES.includes(point.address);
+}
+
+/** Whether a model class takes a write point at all: the 1600 class lists only the mode and the real-time points. */
+export function modelAcceptsWrite(model: ModelClass, point: WritePoint): boolean {
+  return model !== '1600' || point.address === REAL_TIME.modeAddress || point.realTimeOnly === true;
+}
 
 type ReadSpec = Omit<ReadPoint, 'direction' | 'category' | 'type'> & { type?: ReadType };
 
