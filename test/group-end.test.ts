@@ -15,7 +15,7 @@ function afterHandBack(record: LongRecord) {
   return record.requests.map((requests) => {
     const handBack = requests.findIndex((r) => r.kind === 'self-consumption');
     should(handBack).be.aboveOrEqual(0);
-    return { at: requests[handBack]!.t, requests: requests.slice(handBack + 1) };
+    return { at: requests[handBack].t, requests: requests.slice(handBack + 1) };
   });
 }
 
@@ -80,10 +80,10 @@ describe('group end (test/group-long-run.ts): nothing split again or sent after 
       switchOff: { unit: 0, atS: 30 },
       end: { how: 'close', when: (t) => t >= 31 },
     });
-    const pulsed = record.requests[1]!.filter((r) => r.kind === 'setpoint' && r.t >= 30 && r.t < 31);
+    const pulsed = record.requests[1].filter((r) => r.kind === 'setpoint' && r.t >= 30 && r.t < 31);
     pulsed.length.should.be.above(0);
     should(record.steadyAfterEnd).be.a.Number();
-    record.samples.at(-1)!.units[1]!.s.should.equal(record.steadyAfterEnd);
+    record.samples.at(-1)!.units[1].s.should.equal(record.steadyAfterEnd);
   });
 
   for (const seed of [25, 27])

@@ -276,7 +276,13 @@ export async function groupLongRun(options: LongRunOptions): Promise<LongRecord>
     dischargeLimit: MODEL_CLASSES[model].maxDischargePower,
   }));
   const config = zeroFeedInSettings(
-    { meterSource: 'message', meterInterval: 1, target: 0, onStop: options.onStop ?? 'self-consumption', gridCharge: options.gridCharge ?? false },
+    {
+      meterSource: 'message',
+      meterInterval: 1,
+      target: 0,
+      onStop: options.onStop ?? 'self-consumption',
+      gridCharge: options.gridCharge ?? false,
+    },
     groupLimits(limits.map((unitLimits) => ({ limits: unitLimits }))),
   );
   const clock = new VirtualClock();
