@@ -20,7 +20,12 @@
  * pulse. Nor does the regulator's model of the sum count for the battery's power: the plant's estimate() does, each
  * unit's last read carried on under its own lag through its setpoints (its pulses too), so that a hand-over is no load
  * change to the regulator. An overdrive of the regulator runs the units its steady setpoint needs, no more; each read
- * counts from when its request left.
+ * counts from when its request left. A pulse keeps the controller's grid-charging floor (steeredBy()).
+ *
+ * The end: the plant splits again, pulses and watches a reversal by itself only while the controller steers. After a
+ * close, a disable, a hand-back or a time-out nothing is split or sent again (a unit out or back sent the old total
+ * after the hand-back to self-consumption), a hand-back goes after the plant's own requests under way, and keep ends
+ * each pulse on its share at once (keep()).
  */
 import type { ClientSession } from '../device/client';
 import { pointByName, type PowerLimits } from '../points/catalogue';
