@@ -28,11 +28,11 @@ describe('group regulator through hand-overs (test/group-long-run.ts): the house
 
   for (const seed of [25, 27])
     for (const count of [2, 3])
-      it(`${count} units, house seed ${seed}: grid error under 7.8 Wh (8.7 and 8.8 when the regulator's one model of the sum stood for the units'), nothing moved between units, no third unit for a pulse`, async () => {
+      it(`${count} units, house seed ${seed}: grid error under 7.9 Wh (7.4 to 7.6 while hand-over pulses charged from the grid past the floor; 8.7 and 8.8 when the regulator's one model of the sum stood for the units'), nothing moved between units, no third unit for a pulse`, async () => {
         const units = UNITS.slice(0, count);
         const record = await groupLongRun({ units, house: benchHouse(seed), seconds: 100, sampleS: 0.1, efficiency: 1 });
         record.failures.should.eql([]);
-        record.errorWh.should.be.below(7.8);
+        record.errorWh.should.be.below(7.9);
         should(record.movedWh).be.below(0.005);
         // The third unit is never needed: 1.5 kW at most, which the 2400 class carries alone.
         if (count === 3) record.samples.every((s) => s.units[2].s === 0).should.be.true();

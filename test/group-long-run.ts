@@ -9,7 +9,7 @@
  * the repeat time (as RealTimeController skips it). The meter is read once a second and given to the controller as a
  * message would. Used by test/group-long-run.test.ts and scripts/bench-group.js (its long run).
  */
-import { ZeroFeedInController } from '../src/control/zero-feed-in';
+import { ZeroFeedInController, type OnStop } from '../src/control/zero-feed-in';
 import { GroupPlant, type UnitReport } from '../src/control/group-plant';
 import type { BatteryPlant, PlantOutcome, PlantReading, ReadOptions, SendOptions } from '../src/control/device-plant';
 import { CONTROL_DEFAULTS, controlValues, parseControl, type ControlOptions } from '../src/control/control';
@@ -65,7 +65,17 @@ export interface LongRunOptions {
   meterLateS?: number;
   /** The unit of this index is switched off at `atS`: its battery stops and its requests fail (refused at once). */
   switchOff?: { unit: number; atS: number };
+  /** The unit of this index answers nothing from `fromS` until `toS` (its battery goes on). */
+  offline?: { unit: number; fromS: number; toS: number };
+  /** What a stop or disable leaves (default self-consumption), and grid charging (default off). */
+  onStop?: OnStop;
+  gridCharge?: boolean;
+  /** The controller is closed or disabled at the first step where `when` says so; the run goes on to `seconds`. */
+  end?: { how: 'close' | 'disable'; when: (t: number, record: LongRecord) => boolean };
 }
+
+/** A request a unit carried out (s): a setpoint (W, signed like 6000), a read, or the hand-back to self-consumption. */
+export type UnitRequest = { t: number; kind: 'setpoint' | 'read' | 'self-consumption'; watts?: number };
 
 export interface LongSample {
   t: number;
@@ -90,6 +100,15 @@ export interface LongRecord {
   offAt?: number;
   /** Each unit at the end, as the output message shows it. */
   report: UnitReport[];
+  /** Each unit's requests, as they went. */
+  requests: UnitRequest[][];
+  /** When the controller was closed or disabled (s), and its hand-back done. */
+  endAt?: number;
+  handedBackAt?: number;
+  /** The setpoint the regulator stood behind once the hand-back was done (W). */
+  steadyAfterEnd?: number;
+  /** The plant's totals as the controller sent them (s, W). */
+  totals: { t: number; watts: number }[];
 }
 
 interface Job {
@@ -109,6 +128,7 @@ const signed = (values: readonly number[]) => (values[0] === 1 ? -values[1] : va
 export class SimulatedUnit implements BatteryPlant {
   readonly minIntervalMs = PACE_MS;
   writes = 0;
+  readonly requests: UnitRequest[] = [];
   private readonly queue: Job[] = [];
   private readonly controlOptions: ControlOptions;
   private free = 0;
@@ -133,7 +153,8 @@ export class SimulatedUnit implements BatteryPlant {
   apply(watts: number, options: SendOptions): Promise<PlantOutcome> {
     const values = controlValues(parseControl(options.soc === undefined ? watts : { power: watts, soc: options.soc }, this.controlOptions));
     const outcome = { superseded: false, watts: signed(values) };
-    const waiting = this.queue.findIndex((job) => job.kind === 'write');
+    // A setpoint waiting replaces the one before it (the hand-back to self-consumption is none).
+    const waiting = this.queue.findIndex((job) => job.kind === 'write' && job.watts !== undefined);
     if (waiting !== -1) {
       const [old] = this.queue.splice(waiting, 1);
       old.resolve({ superseded: true, watts: old.watts ?? 0 });
@@ -145,6 +166,7 @@ export class SimulatedUnit implements BatteryPlant {
       this.sim.setData(REAL_TIME.stateAddress, values);
       this.last = { values, at: this.now() + ANSWER_MS };
       this.writes++;
+      this.log('setpoint', outcome.watts);
       return outcome;
     }) as Promise<PlantOutcome>;
   }
@@ -152,6 +174,7 @@ export class SimulatedUnit implements BatteryPlant {
   read(withMeter: boolean, options: ReadOptions = {}): Promise<PlantReading> {
     const job = { kind: 'read' as const, urgent: false, onStart: options.onStart, signal: options.signal };
     return this.enqueue(job, () => ({
+      ...this.log('read'),
       battery: this.sim.batteryPower,
       soc: this.sim.soc,
       meter: withMeter ? this.sim.meterPower : undefined,
@@ -162,6 +185,9 @@ export class SimulatedUnit implements BatteryPlant {
     const job = { kind: 'write' as const, urgent: true };
     return this.enqueue(job, () => {
       this.sim.setData(REAL_TIME.modeAddress, [1]);
+      this.log('self-consumption');
+      // A hand-back forgets the setpoint: the next one is no repeat.
+      this.last = undefined;
       return { superseded: false, watts: 0 };
     }).then(() => undefined);
   }
@@ -172,6 +198,11 @@ export class SimulatedUnit implements BatteryPlant {
 
   othersWrote(): undefined {
     return undefined;
+  }
+
+  private log(kind: UnitRequest['kind'], watts?: number): object {
+    this.requests.push({ t: this.now() / 1000, kind, ...(watts === undefined ? {} : { watts }) });
+    return {};
   }
 
   private enqueue(
@@ -245,7 +276,13 @@ export async function groupLongRun(options: LongRunOptions): Promise<LongRecord>
     dischargeLimit: MODEL_CLASSES[model].maxDischargePower,
   }));
   const config = zeroFeedInSettings(
-    { meterSource: 'message', meterInterval: 1, target: 0, onStop: 'self-consumption' },
+    {
+      meterSource: 'message',
+      meterInterval: 1,
+      target: 0,
+      onStop: options.onStop ?? 'self-consumption',
+      gridCharge: options.gridCharge ?? false,
+    },
     groupLimits(limits.map((unitLimits) => ({ limits: unitLimits }))),
   );
   const clock = new VirtualClock();
@@ -261,11 +298,19 @@ export async function groupLongRun(options: LongRunOptions): Promise<LongRecord>
     failures: [],
     readings: [],
     report: [],
+    requests: [],
+    totals: [],
   };
   try {
     const plants = options.units.map((_, i) => new SimulatedUnit(sims[i], limits[i], now, config.regulator));
+    record.requests = plants.map((p) => p.requests);
     const members = options.units.map((u, i) => ({ id: u.key, session: plants[i], capacityWh: sims[i].ratedCapacityKwh * 1000 }));
     const group = new GroupPlant(members, config.regulator, { now });
+    const apply = group.apply.bind(group);
+    group.apply = (watts, sendOptions) => {
+      record.totals.push({ t: now() / 1000, watts });
+      return apply(watts, sendOptions);
+    };
     const host = {
       decision: () => undefined,
       changed: () => undefined,
@@ -277,13 +322,29 @@ export async function groupLongRun(options: LongRunOptions): Promise<LongRecord>
     const steps = Math.round(options.seconds / STEP_S);
     const every = Math.max(1, Math.round(options.sampleS / STEP_S));
     const target = config.regulator.target;
+    let closed = false;
+    const handedBack = () => {
+      record.handedBackAt = clock.now / 1000;
+      record.steadyAfterEnd = zero.regulator.steady;
+    };
     for (let k = 0; k <= steps; k++) {
       if (k > 0) house.run(STEP_S);
+      const end = options.end;
+      if (end && record.endAt === undefined && end.when(house.simSeconds, record)) {
+        record.endAt = house.simSeconds;
+        if (end.how === 'close') void zero.close().finally(() => ((closed = true), handedBack()));
+        else {
+          zero.enable(false);
+          void settle().then(() => handedBack());
+        }
+      }
       const off = options.switchOff;
       if (off && record.offAt === undefined && house.simSeconds >= off.atS) {
         sims[off.unit].switchOff();
         record.offAt = house.simSeconds;
       }
+      const offline = options.offline;
+      if (offline) sims[offline.unit].setFault(house.simSeconds >= offline.fromS && house.simSeconds < offline.toS ? 'offline' : null);
       await clock.runTo(house.simSeconds * 1000);
       for (const reading of sims[0].takeMeterReadings()) {
         record.readings.push({ t: house.simSeconds, grid: reading.grid });
@@ -299,8 +360,7 @@ export async function groupLongRun(options: LongRunOptions): Promise<LongRecord>
         });
     }
     record.report = group.report();
-    let closed = false;
-    void zero.close().finally(() => (closed = true));
+    if (!closed) void zero.close().finally(() => (closed = true));
     for (let k = 0; k < 20 && !closed; k++) await clock.runTo(clock.now + PACE_MS);
     Object.assign(record, {
       selfUseWh: house.selfUseWh,

@@ -74,6 +74,21 @@ export interface BatteryPlant {
    * the controller's regulator reads the last reading now.
    */
   whenUnitLeaves?(total: () => number | undefined): void;
+  /** A group: what the controller says as it goes (see PlantSteering). */
+  steeredBy?(steering: PlantSteering): void;
+  /** An exit that keeps the battery as it is: a group's own pulses end on the setpoints they lead to. */
+  keep?(): Promise<void>;
+}
+
+/** What a group plant asks its controller between the controller's setpoints. */
+export interface PlantSteering {
+  /**
+   * Whether the controller steers now: not closed, disabled, handing back or timed out. Only then does the plant
+   * split the total again by itself (a unit out or back, a reversal's second half, the SOCs moved).
+   */
+  steering(): boolean;
+  /** The grid-charging floor (W, signed like 6000): no setpoint of the plant's, its pulses neither, below it. */
+  floor(): number;
 }
 
 const address = (name: string) => pointByName(name)!.address;

@@ -20,7 +20,12 @@
  * pulse. Nor does the regulator's model of the sum count for the battery's power: the plant's estimate() does, each
  * unit's last read carried on under its own lag through its setpoints (its pulses too), so that a hand-over is no load
  * change to the regulator. An overdrive of the regulator runs the units its steady setpoint needs, no more; each read
- * counts from when its request left.
+ * counts from when its request left. A pulse keeps the controller's grid-charging floor (steeredBy()).
+ *
+ * The end: the plant splits again, pulses and watches a reversal by itself only while the controller steers. After a
+ * close, a disable, a hand-back or a time-out nothing is split or sent again (a unit out or back sent the old total
+ * after the hand-back to self-consumption), a hand-back goes after the plant's own requests under way, and keep ends
+ * each pulse on its share at once (keep()).
  */
 import type { ClientSession } from '../device/client';
 import { pointByName, type PowerLimits } from '../points/catalogue';
@@ -30,6 +35,7 @@ import {
   type OthersWrite,
   type PlantOutcome,
   type PlantReading,
+  type PlantSteering,
   type ReadOptions,
   type SendOptions,
 } from './device-plant';
@@ -96,19 +102,24 @@ interface Unit {
   sent?: { watts: number };
   /** A hand-over pulse in force. */
   pulse?: UnitPulse;
+  /** The plant's setpoints to it under way: a hand-back goes after them (an urgent one overtook them in the queue). */
+  applying: Set<Promise<unknown>>;
 }
 
 /**
  * A hand-over pulse: the share that follows it (W), its timer, and when the share's request left (a read of the unit
  * waits for it: in the slot before, it held the pulse on for a second more, 70 W past the share).
  */
-type UnitPulse = { final: number; timer?: NodeJS.Timeout; followed: Promise<void>; follow: () => void };
+type UnitPulse = { value: number; final: number; timer?: NodeJS.Timeout; followed: Promise<void>; follow: () => void };
 
-function unitPulse(final: number): UnitPulse {
+function unitPulse(value: number, final: number): UnitPulse {
   let follow = () => undefined as void;
   const followed = new Promise<void>((resolve) => (follow = resolve));
-  return { final, followed, follow };
+  return { value, final, followed, follow };
 }
+
+/** How far the pulses of one split may charge past its shares together (W), the grid-charging floor kept. */
+type FloorRoom = { watts: number };
 
 const RATED_CAPACITY = pointByName('ratedCapacity')!.address;
 /** A unit's capacity when neither given nor read (Wh): the units then weigh alike. */
@@ -203,6 +214,8 @@ export class GroupPlant implements BatteryPlant {
   private handOvers = 0;
   /** The total to hand over when a unit leaves (see whenUnitLeaves()). */
   private totalAfterLeave: (() => number | undefined) | undefined;
+  /** Whether the controller steers, and its grid-charging floor (see steeredBy()). */
+  private steering: PlantSteering | undefined;
   private readonly now: () => number;
   private watch: NodeJS.Timeout | undefined;
   private step: NodeJS.Timeout | undefined;
@@ -227,6 +240,7 @@ export class GroupPlant implements BatteryPlant {
       since: -Infinity,
       steps: [],
       reason: 'standby',
+      applying: new Set(),
     }));
   }
 
@@ -297,8 +311,9 @@ export class GroupPlant implements BatteryPlant {
       // A left-out unit is not steered; one that falls short but still moves gets a standby.
       return !(isLeftOut(u.health, now) && (u.setpointW === 0 || u.health?.reason === 'unreachable'));
     });
+    const room = this.floorRoom(split.setpoints, watts);
     const outcomes = steered.map((u) =>
-      this.send(u, split.setpoints[this.units.indexOf(u)]!, { urgent: options.urgent, soc: options.soc, onStart }, handOver, grows),
+      this.send(u, split.setpoints[this.units.indexOf(u)]!, { urgent: options.urgent, soc: options.soc, onStart }, handOver, grows, room),
     );
     // A failing unit's request (out of the split and of the sum) is not waited for while another unit is steered: it
     // waits for the failing unit's slot, and the regulator's setpoint was in flight for 2.5 s after a switch-off.
@@ -311,7 +326,7 @@ export class GroupPlant implements BatteryPlant {
     const handedOver = this.handOvers > handOversBefore && this.units.some((u) => !isOut(u, this.now()));
     if (sent.length > 0 && failed.length === sent.length && !handedOver) throw (failed[0] as { error: unknown }).error;
     const superseded = !handedOver && sent.some((o) => 'superseded' in o && o.superseded);
-    if (split.reasons.includes('reversal')) this.watchReversal();
+    if (split.reasons.includes('reversal') && !this.resting) this.watchReversal();
     const sum = this.units.reduce((total, u) => total + (isOut(u, this.now()) ? 0 : share(u)), 0);
     if (!handOver) this.told = sum;
     return { superseded, watts: sum };
@@ -321,12 +336,37 @@ export class GroupPlant implements BatteryPlant {
    * The last total split again (the plant's own re-split: a reversal's units stopped, a unit out or back, SOCs moved);
    * `grows`: see split().
    */
-  private again(urgent: boolean, grows = false): Promise<PlantOutcome> {
-    return this.split(this.total!, { urgent, soc: this.totalSoc, steady: this.totalSteady, onStart: () => undefined }, true, grows);
+  private async again(urgent: boolean, grows = false): Promise<void> {
+    if (this.resting || this.total === undefined) return;
+    await this.split(this.total, { urgent, soc: this.totalSoc, steady: this.totalSteady, onStart: () => undefined }, true, grows);
+  }
+
+  /**
+   * The controller rests (closed, disabled, handing back or handed back, timed out): the plant splits nothing again by
+   * itself, starts no pulse and reads no unit of its own.
+   */
+  private get resting(): boolean {
+    return this.closed || this.steering?.steering() === false;
+  }
+
+  /**
+   * How far hand-over pulses may charge past the shares of a split of `total` (`setpoints`): down to the grid-charging
+   * floor, or the total where it charges more. Until its request is answered each unit may hold its share before (a
+   * unit stopping still charged at -575 W while the one taking over was sent -910 W on a total of -455 W), so each
+   * counts with the more charging of the two; a pulse kept or started takes its part (within()).
+   */
+  private floorRoom(setpoints: readonly number[], total: number): FloorRoom {
+    const bound = Math.min(total, this.steering?.floor() ?? -Infinity);
+    const held = this.units.reduce((sum, u, i) => sum + Math.min(setpoints[i]!, share(u)), 0);
+    return { watts: Math.max(0, held - bound) };
   }
 
   whenUnitLeaves(total: () => number | undefined): void {
     this.totalAfterLeave = total;
+  }
+
+  steeredBy(steering: PlantSteering): void {
+    this.steering = steering;
   }
 
   /**
@@ -359,11 +399,12 @@ export class GroupPlant implements BatteryPlant {
    */
   private watchReversal(): void {
     this.stepReversal();
-    if (this.watch || this.closed) return;
+    if (this.watch || this.resting) return;
     // Each read one interval after the one before left (not after its answer): the queue's own pace.
     const delay = this.watchReadAt === undefined ? this.minIntervalMs : Math.max(0, this.watchReadAt + this.minIntervalMs - this.now());
     this.watch = setTimeout(() => {
       const now = this.now();
+      if (this.resting || this.total === undefined) return this.endWatch();
       this.watchReadAt = now;
       // A unit at rest and commanded to rest moves neither way: its read would only take its slot from the write that
       // starts it.
@@ -379,32 +420,58 @@ export class GroupPlant implements BatteryPlant {
           );
         });
       void Promise.all(reads)
-        .then(() => (this.closed || this.total === undefined ? undefined : this.again(false)))
+        .then(() => this.again(false))
         .catch(() => undefined)
         .finally(() => {
-          this.watch = undefined;
-          if (this.units.some((u) => u.reason === 'reversal')) this.watchReversal();
-          else this.watchReadAt = undefined;
+          // Once the loop rests, no unit is read each interval until it steers again.
+          if (!this.resting && this.total !== undefined && this.units.some((u) => u.reason === 'reversal')) {
+            this.watch = undefined;
+            this.watchReversal();
+          } else this.endWatch();
         });
     }, delay);
   }
 
+  private endWatch(): void {
+    this.watch = undefined;
+    this.watchReadAt = undefined;
+  }
+
   /** The reversal's split between its reads (watchReversal()); one that still waits steps again. */
   private stepReversal(): void {
-    if (this.step || this.closed) return;
+    if (this.step || this.resting) return;
     this.step = setTimeout(() => {
       this.step = undefined;
-      if (this.closed || this.total === undefined || !this.units.some((u) => u.reason === 'reversal')) return;
+      if (!this.units.some((u) => u.reason === 'reversal')) return;
       void this.again(false).catch(() => undefined);
     }, WATCH_STEP_MS);
   }
 
-  /** Stops following a reversal and any hand-over pulse (the controller closes). */
+  /**
+   * Stops following a reversal and the hand-over pulses' timers (the controller closes). A pulse stays in force as far
+   * as is known: the hand-back replaces it (keep(), a standby, self-consumption).
+   */
   close(): void {
     this.closed = true;
     clearTimeout(this.watch);
     clearTimeout(this.step);
-    for (const u of this.units) this.endPulse(u);
+    this.endWatch();
+    for (const u of this.units) {
+      clearTimeout(u.pulse?.timer);
+      u.pulse?.follow();
+    }
+  }
+
+  /** An exit with keep: each pulse in force ends on its share, the setpoint needed, at once. */
+  async keep(): Promise<void> {
+    await Promise.all(
+      this.units.map(async (u) => {
+        const pulse = u.pulse;
+        if (!pulse) return;
+        this.endPulse(u);
+        await this.sendNow(u, pulse.final, { urgent: true, soc: this.totalSoc, onStart: () => undefined });
+      }),
+    );
   }
 
   private endPulse(u: Unit): void {
@@ -421,18 +488,21 @@ export class GroupPlant implements BatteryPlant {
     u: Unit,
     share: number,
     options: SendOptions,
-    pulsed = false,
-    grows = false,
+    pulsed: boolean,
+    grows: boolean,
+    room: FloorRoom,
   ): Promise<PlantOutcome | { error: unknown }> {
-    // A pulse under way ends on the newest share of the same way (its follow-up sends it); any other share goes now.
-    if (u.pulse && Math.sign(share) === Math.sign(u.pulse.final)) {
-      u.pulse.final = share;
+    // A pulse under way ends on the newest share of the same way (its follow-up sends it, unless closed) where it keeps
+    // the floor; any other share goes now.
+    const running = u.pulse;
+    if (running && !this.closed && Math.sign(share) === Math.sign(running.final) && this.within(room, share, running.value)) {
+      running.final = share;
       return { superseded: false, watts: share };
     }
     this.endPulse(u);
-    const value = pulsed ? this.handOverPulse(u, share, grows) : undefined;
+    const value = pulsed ? this.handOverPulse(u, share, grows, room) : undefined;
     // In force before its answer: the sum told never holds the pulse.
-    const pulse = value === undefined ? undefined : unitPulse(share);
+    const pulse = value === undefined ? undefined : unitPulse(value, share);
     u.pulse = pulse;
     const outcome = await this.sendNow(u, value ?? share, options);
     if (!pulse || u.pulse !== pulse) return outcome;
@@ -464,7 +534,7 @@ export class GroupPlant implements BatteryPlant {
    * share `grows` by HAND_OVER_MIN_W or more). It goes past the share by at most the unit's distance from it, and stays
    * within the unit's limits.
    */
-  private handOverPulse(u: Unit, share: number, grows: boolean): number | undefined {
+  private handOverPulse(u: Unit, share: number, grows: boolean, room: FloorRoom): number | undefined {
     if (u.lagMs === undefined || Math.abs(share) < HAND_OVER_MIN_W) return undefined;
     const moving = Math.sign(u.setpointW) === Math.sign(share);
     if (moving && !grows) return undefined;
@@ -478,7 +548,16 @@ export class GroupPlant implements BatteryPlant {
     const past = Math.min(Math.abs(wanted - share), Math.abs(distance));
     const limit = share > 0 ? u.plant.limits.dischargeLimit : u.plant.limits.chargeLimit;
     const value = Math.round(Math.sign(share) * Math.min(limit, Math.abs(share) + past));
-    return value === share ? undefined : value;
+    const floored = share < 0 ? Math.max(value, share - Math.floor(room.watts)) : value;
+    return floored !== share && this.within(room, share, floored) ? floored : undefined;
+  }
+
+  /** Whether a pulse of `value` on `share` keeps the floor (`room`), which it then takes its part of. */
+  private within(room: FloorRoom, share: number, value: number): boolean {
+    const past = Math.max(0, share - value);
+    if (past > room.watts) return false;
+    room.watts -= past;
+    return true;
   }
 
   /** One request to the unit; `leftAt`: when it left (or was answered, where no request went). */
@@ -493,8 +572,11 @@ export class GroupPlant implements BatteryPlant {
       leftAt = this.now();
       options.onStart();
     };
+    let applied: Promise<PlantOutcome> | undefined;
     try {
-      const outcome = await u.plant.apply(share, { ...options, onStart });
+      applied = u.plant.apply(share, { ...options, onStart });
+      u.applying.add(applied);
+      const outcome = await applied;
       // Answered again: back in the split. Only a request that went counts: a failing unit's write replaced in its queue
       // (or a repeat the plant did not send) brought a switched-off unit back at each split, and the total back to it.
       const answered = leftAt !== undefined && !outcome.superseded;
@@ -508,6 +590,7 @@ export class GroupPlant implements BatteryPlant {
       return { error };
     } finally {
       this.sending--;
+      if (applied) u.applying.delete(applied);
       if (u.sent === sent) u.sent = undefined;
     }
   }
@@ -588,7 +671,7 @@ export class GroupPlant implements BatteryPlant {
    * next move, which a steady load may not bring for hours: the active unit went on past the others.
    */
   private rebalance(now: number): void {
-    if (this.total === undefined || this.watch || this.closed) return;
+    if (this.total === undefined || this.watch || this.resting) return;
     const split = splitGroup(this.total, this.splitUnits(now), now, this.memory, this.options.split);
     const moved = this.units.some((u, i) => !isOut(u, now) && Math.sign(split.setpoints[i]!) !== Math.sign(u.setpointW));
     if (moved) void this.again(false).catch(() => undefined);
@@ -625,9 +708,15 @@ export class GroupPlant implements BatteryPlant {
   }
 
   async selfConsumption(): Promise<void> {
-    for (const u of this.units) this.endPulse(u);
-    const results = await Promise.allSettled(this.units.map((u) => u.plant.selfConsumption()));
+    // Nothing of the total is split or sent again from here (a unit out or back meanwhile sent the old total again).
     this.total = undefined;
+    for (const u of this.units) this.endPulse(u);
+    const results = await Promise.allSettled(
+      this.units.map(async (u) => {
+        await Promise.allSettled([...u.applying]);
+        await u.plant.selfConsumption();
+      }),
+    );
     const failed = results.filter((r): r is PromiseRejectedResult => r.status === 'rejected');
     if (failed.length === results.length) throw failed[0]!.reason;
   }

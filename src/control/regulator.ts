@@ -211,6 +211,8 @@ export class Regulator {
   private lastReading = -Infinity;
   /** The last grid reading's value (a held meter repeats it until it refreshes). */
   private lastGrid: number | undefined;
+  /** The grid-charging floor of the last reading's load (see wanted()). */
+  private lastFloor = -Infinity;
   /** A held meter: battery power (6000) read with the last reading, where one was read since the reading before. */
   private heldBattery: number | undefined;
   private timedOut = false;
@@ -328,6 +330,14 @@ export class Regulator {
   get steady(): number | undefined {
     if (this.pulse) return this.pulse.final;
     return this.pending?.steady ? this.pending.value : this.stands;
+  }
+
+  /**
+   * The grid-charging floor of the last reading's load (W, signed like 6000): without grid charging no setpoint below
+   * it, a pulse's neither; -Infinity with grid charging or before a reading.
+   */
+  get floor(): number {
+    return this.lastFloor;
   }
 
   /** Whether the meter fell silent for the time-out, and no reading came since. */
@@ -696,6 +706,7 @@ export class Regulator {
       wantLow = Math.max(wantLow, floorLow);
       wantHigh = Math.max(wantHigh, floorHigh);
     }
+    this.lastFloor = floor;
     return { low: wantLow, high: wantHigh, floored, floor, read };
   }
 

@@ -128,6 +128,8 @@ export class ZeroFeedInController {
     const plant = this.plant;
     if (plant.estimate) this.regulator.useEstimate((at) => plant.estimate!(at), plant.members && (() => plant.members!()));
     plant.whenUnitLeaves?.(() => this.totalAfterLeave());
+    // The charge mode charges from the grid as set: no floor then.
+    plant.steeredBy?.({ steering: () => this.steers, floor: () => (regulated(this.modeNow) ? this.regulator.floor : -Infinity) });
     this.modeNow = config.mode;
     this.regulator.setMaxDischarge(dischargeBound(config.mode, config.regulator.maxDischarge));
   }
@@ -182,6 +184,12 @@ export class ZeroFeedInController {
 
   private get handing(): boolean {
     return this.handBacks.size > 0;
+  }
+
+  /** Steering now: not closed, disabled, handing back, handed back or timed out. */
+  private get steers(): boolean {
+    const { regulator } = this;
+    return !this.closed && !this.handing && regulator.enabled && regulator.steering && !regulator.meterTimedOut;
   }
 
   /** A new grid power to hold (checked by the caller), from the next reading on. */
@@ -422,6 +430,7 @@ export class ZeroFeedInController {
           this.report(steady);
           await this.send(steady.setpoint!, true);
         }
+        await this.plant.keep?.();
       } else if (how === 'self-consumption') {
         await this.plant.selfConsumption();
         this.ownWriteAt = this.now();
