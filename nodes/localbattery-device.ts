@@ -10,9 +10,9 @@ import type { Node, NodeAPI, NodeDef, NodeStatus } from 'node-red';
 import type { Request, Response } from 'express';
 import type { AuthMode } from '../src/device/auth';
 import { DEFAULTS, DeviceClient, type ClientOptions, type ClientSession, type ConnectionState } from '../src/device/client';
-import { discoverDevices, parseMethod } from '../src/discovery/discovery';
+import { discoverDevices } from '../src/discovery/discovery';
+import { editorScanOptions } from '../src/flow/discover';
 import { ValidationError } from '../src/errors';
-import { decimalNumber } from '../src/numbers';
 import { deviceInputs, deviceLimits, editorCatalogueJson, envVarName } from '../src/editor/inputs';
 import { answerError, editorRequest, shownReport, type EditorRequest, type SavedDevice } from '../src/editor/editor-request';
 import { DeviceUsers } from '../src/flow/device-users';
@@ -167,19 +167,24 @@ function serveEditor(RED: NodeAPI): void {
     res.type('application/javascript').send(rulesScript);
   });
 
+  // One scan at a time: a second would bind the same local port and see the first one's answers.
+  let editorScanning = false;
   RED.httpAdmin.post('/localbattery/discover', write, async (req: Request, res: Response) => {
+    if (editorScanning) {
+      res.status(409).json({ error: { message: RED._('localbattery-device.editor.discoverBusy'), code: 'BUSY' } });
+      return;
+    }
     const warnings: string[] = [];
-    const body = bodyOf(req);
-    const listenMs = Math.min(Math.max(decimalNumber(body.listenMs) || 3000, 500), 15000);
-    const target = typeof body.target === 'string' && body.target.trim() ? body.target.trim() : undefined;
-    const port = body.port === undefined || body.port === '' ? undefined : (decimalNumber(body.port) ?? NaN);
     try {
-      const method = parseMethod(body.method);
-      const devices = await discoverDevices({ method, target, port, listenMs, onWarning: (message) => warnings.push(message) });
+      const options = editorScanOptions(bodyOf(req));
+      editorScanning = true;
+      const devices = await discoverDevices({ ...options, onWarning: (message) => warnings.push(message) });
       res.json({ devices, warnings });
     } catch (error) {
-      // parseMethod() throws and discoverDevices() rejects only for invalid options, i.e. a bad request.
+      // editorScanOptions() throws and discoverDevices() rejects only for invalid options, i.e. a bad request.
       res.status(error instanceof ValidationError ? 400 : 500).json({ error: describeError(error) });
+    } finally {
+      editorScanning = false;
     }
   });
 

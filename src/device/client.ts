@@ -30,6 +30,7 @@ import {
   UnreachableError,
   ValidationError,
 } from '../errors';
+import { plainMembers } from '../numbers';
 import { checkPassword, encryptPassword } from './password-crypto';
 import { MIN_INTERVAL_FLOOR_MS, NAMESPACES, NUMBER_DEFAULTS, checkHost, checkNamespace } from './rules';
 import { canonicalAddress, canonicalHost, resolveAddress } from './address';
@@ -342,7 +343,8 @@ export class DeviceClient extends EventEmitter implements QueueMember, DeviceOpe
           const body = await this.call({ operation: 'Sys.GetConfig', method: 'GET' }, context);
           const device = (body as { device?: unknown }).device;
           if (!device || typeof device !== 'object') throw new BadResponseError('Sys.GetConfig', 'no device object');
-          return device as DeviceInfo;
+          // What reaches msg.payload: plain members only (no __proto__, no megabyte of text).
+          return plainMembers(device);
         },
         options,
       ),

@@ -49,11 +49,19 @@ export function isIPv4(text: string): boolean {
   return IPV4.test(text);
 }
 
+/** The longest IPv6 address: six groups of four hex digits and a dotted IPv4 address. */
+const MAX_IPV6_LENGTH = 45;
+/** The longest host: a name of 253 characters and the root's trailing dot (every address is shorter). */
+const MAX_HOST_LENGTH = 254;
+
 /** An IPv6 address without zone: eight groups, or fewer around one `::`, the last two may be a dotted IPv4 address. */
 export function isIPv6(text: string): boolean {
-  const dotted = /:([^:]*\.[^:]*)$/.exec(text);
-  if (dotted && !isIPv4(dotted[1]!)) return false;
-  const groups = dotted ? `${text.slice(0, dotted.index)}:0:0` : text;
+  if (text.length > MAX_IPV6_LENGTH) return false;
+  // After the last colon a dot makes a dotted IPv4 address (found by index: a pattern for it backtracked quadratically).
+  const lastColon = text.lastIndexOf(':');
+  const dotted = lastColon >= 0 && text.includes('.', lastColon);
+  if (dotted && !isIPv4(text.slice(lastColon + 1))) return false;
+  const groups = dotted ? `${text.slice(0, lastColon)}:0:0` : text;
   const halves = groups.split('::');
   if (halves.length > 2) return false;
   const parts = halves.flatMap((half) => (half === '' ? [] : half.split(':')));
@@ -76,6 +84,7 @@ export const HOST_ALLOWED = 'an IPv4 or IPv6 address or a host name, without a p
  */
 export function checkHost(value: unknown, field = 'host'): string {
   const text = typeof value === 'string' ? value.trim() : '';
+  if (text.length > MAX_HOST_LENGTH) throw new ValidationError(field, value, HOST_ALLOWED);
   const bare = /^\[(.*)\]$/.exec(text)?.[1];
   const [address = '', zone] = (bare ?? text).split('%', 2) as [string, string | undefined];
   const v6 = isIPv6(address) && (zone === undefined || ZONE.test(zone)) && (bare ?? text).split('%').length <= 2;

@@ -3,8 +3,10 @@
  * 255.255.255.255:8099 (and to each interface's own broadcast address), then collect answers for a while.
  *
  * Answers are accepted from any source port: the notes say devices answer from 8099, but nothing is gained
- * by dropping a well-formed answer from elsewhere. JSON answers give all their members; anything else falls
- * back to the sender's address (field notes). The scan never rejects because of the network: socket and
+ * by dropping a well-formed answer from elsewhere. A scan with a target (one address, not a broadcast) accepts
+ * answers from that address only. JSON answers give their plain members (see plainMembers); anything else falls
+ * back to the sender's address (field notes). Anybody on the network can answer, so a scan takes at most
+ * MAX_ANSWERS answers of at most MAX_ANSWER_BYTES each. The scan never rejects because of the network: socket and
  * send errors become warnings and the scan resolves with what it found.
  *
  * mDNS (field notes): newer firmware announces an `_http._tcp.local.` service whose instance name begins with
@@ -14,8 +16,11 @@ import * as dgram from 'node:dgram';
 import { EventEmitter } from 'node:events';
 import * as net from 'node:net';
 import * as os from 'node:os';
+import { lookup } from 'node:dns/promises';
 import { Bonjour, type Service } from 'bonjour-service';
 import { ValidationError } from '../errors';
+import { MAX_TEXT_LENGTH, plainMembers } from '../numbers';
+import { isIPv4 } from '../device/rules';
 
 export interface DiscoveredDevice {
   /** The device's address: the `ip` member of its answer, else the sender's address. */
@@ -46,13 +51,31 @@ export const LOCAL_PORT = 10000;
 export const DEFAULT_LISTEN_MS = 3000;
 export const LIMITED_BROADCAST = '255.255.255.255';
 
+/** The field notes' answer is about 120 bytes; a datagram far larger is no device's answer. */
+export const MAX_ANSWER_BYTES = 2048;
+/** The most answers a scan takes (each device answers once per address the query went to). */
+export const MAX_ANSWERS = 256;
+/** The most warnings one scan gives: a flood of bad packets must not become a flood of log lines. */
+export const MAX_WARNINGS = 10;
+
 /** Members that the DiscoveredDevice type promises to be strings. */
 const STRING_MEMBERS = ['sn', 'fw'] as const;
 
-/** Turns one answer into a device: JSON object members are kept; anything else keeps the text as `raw`. */
+/** A member name as devices write them; anything else (e.g. `__proto__`) is dropped. */
+const MEMBER_NAME = /^[A-Za-z][A-Za-z0-9_.-]{0,31}$/;
+const isMemberName = (key: string) => MEMBER_NAME.test(key);
+
+/** `text` without its trailing NULs (a loop: /\0+$/ backtracked quadratically over long runs of NULs). */
+export function withoutTrailingNuls(text: string): string {
+  let end = text.length;
+  while (end > 0 && text.charCodeAt(end - 1) === 0) end--;
+  return text.slice(0, end);
+}
+
+/** Turns one answer into a device: plain JSON object members are kept; anything else keeps the text as `raw`. */
 export function parseAnswer(text: string, senderAddress: string): DiscoveredDevice {
   // Embedded firmware may pad datagrams with NULs or end them with CR/LF; JSON.parse rejects NULs.
-  const cleaned = text.replace(/\0+$/, '').trim();
+  const cleaned = withoutTrailingNuls(text).trim();
   let parsed: unknown;
   try {
     parsed = JSON.parse(cleaned);
@@ -62,7 +85,7 @@ export function parseAnswer(text: string, senderAddress: string): DiscoveredDevi
   if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) {
     return { ip: senderAddress, address: senderAddress, raw: text };
   }
-  const device: DiscoveredDevice = { ...(parsed as Record<string, unknown>), ip: senderAddress, address: senderAddress };
+  const device: DiscoveredDevice = { ...plainMembers(parsed, isMemberName), ip: senderAddress, address: senderAddress };
   const ip = (parsed as Record<string, unknown>).ip;
   if (typeof ip === 'string' && ip.trim() !== '') device.ip = ip.trim();
   for (const key of STRING_MEMBERS) {
@@ -181,23 +204,42 @@ export function discover(options: DiscoveryOptions = {}): Promise<DiscoveredDevi
     return Promise.reject(error);
   }
 
-  const warn = (message: string) => {
-    try {
-      options.onWarning?.(message);
-    } catch {
-      // A faulty warning handler must not break the scan.
-    }
-  };
+  const warn = limitedWarn(options.onWarning);
   const target = options.target?.trim();
   const broadcasts = broadcastTargets();
+  const signal = options.signal;
+  if (target === undefined || broadcasts.includes(target) || isIPv4(target))
+    return scan(target, broadcasts, port, localPort, listenMs, warn, signal);
+  // A host name: asked at its address, which is then the only one whose answers count.
+  return lookup(target, { family: 4 }).then(
+    (found) => scan(found.address, broadcasts, port, localPort, listenMs, warn, signal),
+    (error: unknown) => {
+      warn(`Discovery: sending to ${target}:${port} failed: ${errorCode(error)}`);
+      return [];
+    },
+  );
+}
+
+/** One UDP scan, sent to `target` (else every broadcast address); see discover(). */
+function scan(
+  target: string | undefined,
+  broadcasts: string[],
+  port: number,
+  localPort: number,
+  listenMs: number,
+  warn: (message: string) => void,
+  signal: AbortSignal | undefined,
+): Promise<DiscoveredDevice[]> {
   const targets = target !== undefined ? [target] : broadcasts;
   // An explicit target may itself be a broadcast address; the socket must allow that or the send fails.
   const broadcasting = targets.some((t) => broadcasts.includes(t));
+  // Only the target answers a query sent to it alone; anything else on the port is not an answer to this scan.
+  const onlyFrom = broadcasting ? undefined : target;
   const message = Buffer.from(DISCOVERY_MESSAGE, 'ascii');
-  const signal = options.signal;
 
   return new Promise<DiscoveredDevice[]>((resolve) => {
     const found: DiscoveredDevice[] = [];
+    let ignored = 0;
     let socket: dgram.Socket | undefined;
     let timer: NodeJS.Timeout | undefined;
     let finished = false;
@@ -224,6 +266,13 @@ export function discover(options: DiscoveryOptions = {}): Promise<DiscoveredDevi
     signal?.addEventListener('abort', finish, { once: true });
 
     const onMessage = (data: Buffer, rinfo: dgram.RemoteInfo) => {
+      if (onlyFrom !== undefined && rinfo.address !== onlyFrom) return;
+      if (data.length > MAX_ANSWER_BYTES || found.length >= MAX_ANSWERS) {
+        // Named once per scan: whoever floods the port must not flood the log too.
+        if (ignored++ === 0)
+          warn(`Discovery: ignoring answers of more than ${MAX_ANSWER_BYTES} bytes and any after the first ${MAX_ANSWERS}`);
+        return;
+      }
       const text = data.toString('utf8');
       // Our own query echoed back (e.g. target and local port on the same host) is not an answer.
       if (text.trim() === DISCOVERY_MESSAGE) return;
@@ -338,14 +387,17 @@ function checkListenMs(value: unknown): number {
   return value;
 }
 
+/** The most addresses kept of one mDNS answer (a device has one or two). */
+const MAX_MDNS_ADDRESSES = 8;
+
 function mdnsAnswerOf(service: Service): MdnsAnswer {
   const txt: unknown = service.txt;
   return {
     name: service.name,
     host: service.host,
     port: service.port,
-    addresses: [...(service.addresses ?? [])],
-    txt: txt !== null && typeof txt === 'object' ? { ...(txt as Record<string, unknown>) } : {},
+    addresses: (service.addresses ?? []).slice(0, MAX_MDNS_ADDRESSES),
+    txt: txt !== null && typeof txt === 'object' ? plainMembers(txt, isMemberName) : {},
   };
 }
 
@@ -371,7 +423,7 @@ export function discoverMdns(options: MdnsOptions = {}): Promise<FoundDevice[]> 
   } catch (error) {
     return Promise.reject(error);
   }
-  const warn = safeWarn(options.onWarning);
+  const warn = limitedWarn(options.onWarning);
   const signal = options.signal;
   return new Promise<FoundDevice[]>((resolve) => {
     const found = new Map<string, FoundDevice>();
@@ -410,6 +462,7 @@ export function discoverMdns(options: MdnsOptions = {}): Promise<FoundDevice[]> 
         finish();
       });
       browser = bonjour.find({ type: MDNS_SERVICE_TYPE, protocol: 'tcp' }, (service: Service) => {
+        if (found.size >= MAX_ANSWERS) return;
         const device = deviceOfService(service);
         if (device && !found.has(device.ip)) found.set(device.ip, device);
       });
@@ -424,7 +477,8 @@ export function discoverMdns(options: MdnsOptions = {}): Promise<FoundDevice[]> 
 
 /** A device from one announced service, or undefined for a service of something else (or without an address). */
 function deviceOfService(service: Service): FoundDevice | undefined {
-  if (!service.name?.toUpperCase().startsWith(MDNS_NAME_PREFIX)) return undefined;
+  const name: unknown = service.name;
+  if (typeof name !== 'string' || name.length > MAX_TEXT_LENGTH || !name.toUpperCase().startsWith(MDNS_NAME_PREFIX)) return undefined;
   const answer = mdnsAnswerOf(service);
   const ip = mdnsAddress(answer, service.referer?.address);
   if (ip === undefined) return undefined;
@@ -446,10 +500,14 @@ export function mdnsEvents(bonjour: Bonjour): NodeJS.EventEmitter | undefined {
   return mdns instanceof EventEmitter ? mdns : undefined;
 }
 
-function safeWarn(onWarning: ((message: string) => void) | undefined): (message: string) => void {
+/** `onWarning` for one scan: at most MAX_WARNINGS calls (mDNS warns per packet), and nothing it throws escapes. */
+function limitedWarn(onWarning: ((message: string) => void) | undefined): (message: string) => void {
+  let given = 0;
   return (message) => {
+    if (given >= MAX_WARNINGS) return;
+    given++;
     try {
-      onWarning?.(message);
+      onWarning?.(given === MAX_WARNINGS ? `${message} (further warnings of this scan are left out)` : message);
     } catch {
       // A faulty warning handler must not break the scan.
     }
@@ -499,7 +557,7 @@ export async function discoverDevices(options: DiscoveryOptions & { method?: Dis
   const useUdp = method !== 'mdns' || options.target !== undefined;
   const useMdns = method !== 'udp' && options.target === undefined;
   if (options.target !== undefined && method === 'mdns') {
-    safeWarn(options.onWarning)('Discovery: mDNS searches the whole network; with a target the scan asks over UDP only');
+    limitedWarn(options.onWarning)('Discovery: mDNS searches the whole network; with a target the scan asks over UDP only');
   }
   // Both start before either is awaited, so their listen times run together; neither rejects once options passed.
   const [udp, mdns] = await Promise.all([

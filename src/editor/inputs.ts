@@ -9,7 +9,14 @@ import { ValidationError } from '../errors';
 import { DECIMAL, decimalNumber } from '../numbers';
 import { MAX_PASSWORD_BYTES, MIN_INTERVAL_FLOOR_MS, NAMESPACE_PATTERN, NUMBER_DEFAULTS, checkHost, checkNamespace } from '../device/rules';
 import { CONTROL_DEFAULTS, CONTROL_LIMITS, MAX_CONTROL_SECONDS } from '../control/control';
-import { POWER_LIMIT, catalogueJson, resolveReadAddresses, validatePowerLimit, type PowerLimits } from '../points/catalogue';
+import {
+  MAX_READ_REFERENCES,
+  POWER_LIMIT,
+  catalogueJson,
+  resolveReadAddresses,
+  validatePowerLimit,
+  type PowerLimits,
+} from '../points/catalogue';
 import { ON_TIMEOUT, PLANT_BOUNDS, type OnTimeout, type RegulatorSettings } from '../control/regulator';
 import { METER_SENDS, METER_SOURCES, ON_STOP, type MeterSends, type OnStop, type ZeroFeedInConfig } from '../control/zero-feed-in';
 import { parseMode, type BatteryMode } from '../control/modes';
@@ -226,13 +233,12 @@ export const discoveryTarget: Parse<string> = (value, field) =>
 
 /** A list of read point names or addresses: an array, or the same as a comma-separated string. */
 export function pointList(value: unknown, field: string): number[] {
-  const list =
-    typeof value === 'string'
-      ? value
-          .split(',')
-          .map((s) => s.trim())
-          .filter((s) => s !== '')
-      : value;
+  // A megabyte of commas is not split up in full: past twice the allowed entries (empty ones too) the list is refused.
+  const pieces = typeof value === 'string' ? value.split(',', 2 * MAX_READ_REFERENCES + 1) : undefined;
+  if (pieces && pieces.length > 2 * MAX_READ_REFERENCES) {
+    throw new ValidationError(field, value, `at most ${MAX_READ_REFERENCES} read point names or addresses, comma-separated`);
+  }
+  const list = pieces ? pieces.map((s) => s.trim()).filter((s) => s !== '') : value;
   if (!Array.isArray(list)) {
     throw new ValidationError(field, value, 'an array of read point names or addresses, or a comma-separated string of them');
   }

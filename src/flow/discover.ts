@@ -9,10 +9,12 @@ import {
   DISCOVERY_METHODS,
   LOCAL_PORT,
   discoverDevices,
+  parseMethod,
   type DiscoveryMethod,
   type DiscoveryOptions,
 } from '../discovery/discovery';
 import { NUMBER_RULES, describeInputs, discoveryTarget, numberIn, oneOf, type InputValues } from '../editor/inputs';
+import { decimalNumber } from '../numbers';
 
 /** The discover node's settings as the editor stores them. */
 export interface DiscoverDefinition {
@@ -110,4 +112,19 @@ export class Discoverer {
       () => undefined,
     );
   }
+}
+
+/** The editor's Discover button: how long it listens by default, and at most (it waits for the answer). */
+export const EDITOR_LISTEN_MS = { default: 3000, min: 500, max: 15000 } as const;
+const editorPort = numberIn(NUMBER_RULES.port);
+
+/**
+ * The scan the editor's Discover button asks for (POST /localbattery/discover): target and port by the node's own
+ * rules, the listen time in ms held between EDITOR_LISTEN_MS's bounds. Throws a ValidationError for a bad one.
+ */
+export function editorScanOptions(body: Record<string, unknown>): ScanOptions {
+  const target = body.target === undefined ? '' : discoveryTarget(body.target, 'target');
+  const port = body.port === undefined || body.port === '' ? DEVICE_PORT : editorPort(body.port, 'port');
+  const listenMs = Math.min(Math.max(decimalNumber(body.listenMs) || EDITOR_LISTEN_MS.default, EDITOR_LISTEN_MS.min), EDITOR_LISTEN_MS.max);
+  return { method: parseMethod(body.method), target: target || undefined, port, listenMs, localPort: LOCAL_PORT };
 }

@@ -7,7 +7,7 @@
 import { ValidationError } from '../errors';
 import { homeAssistantSensor, type HomeAssistantSensor } from './home-assistant';
 import type { EnumOption, ModelClass, ReadPoint, ReadType } from './read-point';
-import { decimalNumber } from '../numbers';
+import { MAX_TEXT_LENGTH, decimalNumber } from '../numbers';
 
 export type { EnumOption, ModelClass, ReadPoint, ReadType } from './read-point';
 
@@ -697,19 +697,25 @@ export function isValidAddress(address: unknown): address is number {
  * Resolves point references (catalogue names, addresses as numbers or decimal strings) to read addresses.
  * Throws a ValidationError naming the first reference that is neither.
  */
+/** The longest list of points one read takes: the catalogue's read points (a longer list only queues requests). */
+export const MAX_READ_REFERENCES = READ_POINTS.length;
+
 export function resolveReadAddresses(references: readonly (string | number)[], field = 'points'): number[] {
   if (!Array.isArray(references) || references.length === 0) {
     throw new ValidationError(field, references, 'a non-empty list of point names or addresses');
   }
-  const addresses: number[] = [];
+  if (references.length > MAX_READ_REFERENCES) {
+    throw new ValidationError(field, `(${references.length} entries)`, `a list of at most ${MAX_READ_REFERENCES} point names or addresses`);
+  }
+  const addresses = new Set<number>();
   for (const reference of references as readonly unknown[]) {
     const address = resolveReadAddress(reference);
     if (address === undefined) {
       throw new ValidationError(field, reference, 'a read point name (e.g. batterySoc) or an address from 0 to 65535');
     }
-    if (!addresses.includes(address)) addresses.push(address);
+    addresses.add(address);
   }
-  return addresses;
+  return [...addresses];
 }
 
 /** `reference` is unknown: lists come from messages, whatever their declared type. */
@@ -751,9 +757,11 @@ export interface DecodedValue {
 /**
  * Turns a raw value from a GetData answer into the point's type: decimal strings become numbers where
  * the point is numeric (some firmware sends enums as "1001"); other text stays as it came; strings stay strings.
- * undefined: the point answered with no value (a boolean, an object; null for a numeric point), which counts as missing.
+ * undefined: the point answered with no value (a boolean, an object; null for a numeric point; a text longer than
+ * MAX_TEXT_LENGTH, which is no value of a battery), which counts as missing.
  */
 export function decodeValue(address: number, raw: unknown): number | string | undefined {
+  if (typeof raw === 'string' && raw.length > MAX_TEXT_LENGTH) return undefined;
   const point = readByAddress.get(address);
   if (point?.type === 'string') {
     if (raw === null || raw === undefined) return '';
