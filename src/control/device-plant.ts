@@ -21,6 +21,8 @@ import { gridReading, type RegulatorSettings } from './regulator';
 export interface PlantOutcome {
   superseded: boolean;
   watts: number;
+  /** The device had left real-time control since the plant's last command (refused it): switched back for this one. */
+  modeRestored?: boolean;
 }
 
 /** One read of the plant: battery power (W, positive discharging), SOC (%) and the device's meter, where read. */
@@ -176,8 +178,9 @@ export class DevicePlant implements BatteryPlant {
     const command = parseControl(soc === undefined ? watts : { power: watts, soc }, this.controlOptions);
     const outcome = await this.controller.apply(command, options.force === true, undefined, options);
     const superseded = outcome.status === 'superseded';
+    const modeRestored = outcome.modeChanged && this.inForce !== undefined;
     if (!superseded) this.inForce = { watts: signedPower(command), code: command.code, soc: command.soc, leashed: socNow !== undefined };
-    return { superseded, watts: signedPower(command) };
+    return { superseded, watts: signedPower(command), modeRestored };
   }
 
   /**
@@ -251,6 +254,8 @@ export class DevicePlant implements BatteryPlant {
   }
 
   async selfConsumption(): Promise<void> {
+    // Out of real-time control by this plant's own hand: no command of it stands.
+    this.inForce = undefined;
     await this.session.write(REAL_TIME.modeAddress, SELF_CONSUMPTION);
   }
 

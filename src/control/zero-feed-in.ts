@@ -406,6 +406,7 @@ export class ZeroFeedInController {
       const outcome = await this.plant.apply(watts, { urgent, soc, steady, force, onStart: () => regulator.started(this.now()) });
       if (outcome.superseded) regulator.failed(true);
       else regulator.acknowledge(outcome.watts, this.now());
+      if (outcome.modeRestored) this.warnDropped(outcome.watts);
       this.ownWriteAt = this.now();
       if (!this.closed) this.host.changed();
     } catch (error) {
@@ -509,6 +510,12 @@ export class ZeroFeedInController {
     this.host.warning?.('backupFloor', { floor, dischargeSoc });
   }
 
+  private warnDropped(setpoint: number): void {
+    if (this.warnedDropped || this.closed) return;
+    this.warnedDropped = true;
+    this.host.warning?.('commandDropped', { setpoint });
+  }
+
   /** The SOC moved the leash of the command in force: the setpoint goes again, with its new SOC field. */
   private renewLeash(): void {
     if (!this.plant.leashMoved?.()) return;
@@ -520,11 +527,12 @@ export class ZeroFeedInController {
    * A battery far short of its setpoint after the ramp (the regulator's shortfall) may have dropped its command (a
    * restart or a reconnect: working mode 1, or standby). Once per setpoint acknowledged, the working mode and the
    * command's read-back are read; where the device dropped it, the setpoint goes again (the mode first), said once.
-   * Where nothing tells (no read-back, mode 4), it goes again once. A derated battery that holds it falls short on.
+   * Where nothing tells (no read-back, mode 4), it goes again once. A derated battery that holds it falls short on. A
+   * setpoint in flight meanwhile goes with the mode switch itself (the read of 7101 told the device state).
    */
   private checkCommand(): void {
     const holdsCommand = this.plant.holdsCommand?.bind(this.plant);
-    if (!holdsCommand || this.checking || this.regulator.shortfall === undefined || this.regulator.moving) return;
+    if (!holdsCommand || this.checking || this.regulator.shortfall === undefined) return;
     if (this.checkedAt >= this.ownWriteAt) return;
     this.checking = true;
     this.checkedAt = this.now();
@@ -535,10 +543,7 @@ export class ZeroFeedInController {
         const value = this.regulator.renew(this.now());
         if (value === undefined) return;
         this.resentBlind = holds === undefined ? value : undefined;
-        if (holds === false && !this.warnedDropped) {
-          this.warnedDropped = true;
-          this.host.warning?.('commandDropped', { setpoint: value });
-        }
+        if (holds === false) this.warnDropped(value);
         return this.send(value, true, undefined, undefined, true);
       })
       .catch((error: unknown) => this.failure(error))
