@@ -527,7 +527,8 @@ export class ZeroFeedInController {
    * A battery far short of its setpoint after the ramp (the regulator's shortfall) may have dropped its command (a
    * restart or a reconnect: working mode 1, or standby). Once per setpoint acknowledged, the working mode and the
    * command's read-back are read; where the device dropped it, the setpoint goes again (the mode first), said once.
-   * Where nothing tells (no read-back, mode 4), it goes again once. A derated battery that holds it falls short on. A
+   * Where nothing tells (no read-back, mode 4), it goes again once where the battery rests. A derated battery that holds
+   * it falls short on. A
    * setpoint in flight meanwhile goes with the mode switch itself (the read of 7101 told the device state).
    */
   private checkCommand(): void {
@@ -538,8 +539,10 @@ export class ZeroFeedInController {
     this.checkedAt = this.now();
     void holdsCommand()
       .then((holds) => {
-        const setpoint = this.regulator.setpoint;
-        if (holds === true || !this.steers || (holds === undefined && this.resentBlind === setpoint)) return;
+        const { setpoint, shortfall } = this.regulator;
+        // Nothing tells: only a battery at rest (standby) looks dropped; a derated one still gives some power.
+        const resting = Math.abs(shortfall ?? 0) < this.config.regulator.minPower;
+        if (holds === true || !this.steers || (holds === undefined && (this.resentBlind === setpoint || !resting))) return;
         const value = this.regulator.renew(this.now());
         if (value === undefined) return;
         this.resentBlind = holds === undefined ? value : undefined;
