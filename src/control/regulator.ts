@@ -122,6 +122,7 @@ export type DecisionReason =
   | 'disabled'
   | 'suspect'
   | 'battery check'
+  | 'meter check'
   | 'mode';
 
 export interface Decision {
