@@ -288,7 +288,7 @@ export async function groupLongRun(options: LongRunOptions): Promise<LongRecord>
       implausibleBattery: () => undefined,
       meterFault: (fault: MeterFault) => record.meterFaults.push({ t: house.simSeconds, fault }),
     };
-    const zero = new ZeroFeedInController(options.alone ? plants[0]! : group, config, host, now);
+    const zero = new ZeroFeedInController(options.alone ? plants[0] : group, config, host, now);
     zero.start();
     const steps = Math.round(options.seconds / STEP_S);
     const every = Math.max(1, Math.round(options.sampleS / STEP_S));

@@ -230,7 +230,7 @@ describe('zero feed-in controller (src/control/zero-feed-in.ts) against the simu
     meterFaults = [];
   });
 
-  it("a frozen device meter (one value while the battery moves) trips the meter time-out; a connected one is steered", async () => {
+  it('a frozen device meter (one value while the battery moves) trips the meter time-out; a connected one is steered', async () => {
     simulator = await startSimulator({ workingMode: 5 });
     const meter = pointByName('meterPower')!.address;
     const { controller, decisions } = start({ meterSource: 'device', meterTimeout: 5, onTimeout: 'standby' }, (session) => {

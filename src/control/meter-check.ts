@@ -9,8 +9,9 @@
  * meter with the wrong sign gives s ≈ +1 (it runs away with the battery); a meter in kW given as W gives s ≈ -0.001.
  * Levels, not changes: the battery's power as the regulator takes it may be a second off the meter's timing, which a
  * change between two readings does not survive. It decides only once the battery spanned EXCITATION_W, and on a clear
- * margin: wrong sign from s ≥ +0.3, too small only where every reading also lay within KW_READING_W. A right meter
- * confirmed (s ≤ -0.3) ends the check: a later load or a battery that falls short cannot raise a false alarm.
+ * margin: wrong sign from s ≥ +0.5 where the loop also runs away (three setpoint moves one way, each making the reading
+ * worse: a load the battery follows late, a kettle's pulse, make s positive for a while, but never that), too small only where every reading also lay within KW_READING_W. A right meter
+ * confirmed (s ≤ -0.5) ends the check: a later load or a battery that falls short cannot raise a false alarm.
  * A kW meter never moves the regulator (0.35 is within any dead band), so nothing excites it: where the first readings
  * all lie within KW_READING_W and one is no whole number, the check asks once for a probe (PROBE_W more discharge,
  * which a right meter's next reading undoes as a load change).
@@ -33,8 +34,12 @@ export function meterWatts(value: number, sign: MeterSign, unit: MeterUnit): num
 
 /** The battery's power must have spanned this much (W) over the readings before a verdict. */
 const EXCITATION_W = 250;
-/** The slope's margins: a wrong sign from +SLOPE_MARGIN, a right meter from -SLOPE_MARGIN. */
-const SLOPE_MARGIN = 0.3;
+/** The slope's margins: a wrong sign from +WRONG_SLOPE (and a runaway), a right meter from -RIGHT_SLOPE. */
+const WRONG_SLOPE = 0.5;
+const RIGHT_SLOPE = 0.5;
+/** A runaway: this many setpoint moves one way, and the reading moved away from where they ask by this share of them. */
+const RUNAWAY_MOVES = 3;
+const RUNAWAY_SHARE = 0.5;
 /** A kW meter's readings stay this small (W as given: a house of up to 30 kW); a W meter's move with the battery. */
 const KW_READING_W = 30;
 /** ...and it moves less than this share of the battery's moves. */
@@ -51,6 +56,9 @@ const FROZEN_MOVE_W = 100;
 
 export class MeterCheck {
   private lastGrid: number | undefined;
+  /** Setpoint moves one way in a row: their direction, count, and where the setpoint and the reading were before. */
+  private run: { direction: number; moves: number; setpoint: number; grid: number } | undefined;
+  private lastSetpoint: { setpoint: number; grid: number } | undefined;
   /** Sums over the readings: n, Σb, Σg, Σb², Σbg; the battery's range. */
   private n = 0;
   private sumB = 0;
@@ -77,6 +85,7 @@ export class MeterCheck {
   /** Starts over (the loop steers again after a rest, or was re-enabled after a fault). */
   reset(): void {
     this.lastGrid = undefined;
+    this.run = this.lastSetpoint = undefined;
     this.n = this.sumB = this.sumG = this.sumBB = this.sumBG = this.largest = 0;
     this.low = Infinity;
     this.high = -Infinity;
@@ -93,8 +102,9 @@ export class MeterCheck {
    * A reading the regulator took (W, positive importing) with the battery power it took for it (W, positive
    * discharging, measured or modelled); the fault it shows, if any.
    */
-  observe(grid: number, battery: number | undefined): MeterFault | undefined {
+  observe(grid: number, battery: number | undefined, setpoint?: number): MeterFault | undefined {
     if (this.confirmed || battery === undefined) return undefined;
+    this.follow(grid, setpoint);
     if (this.heldMeter && grid === this.lastGrid) return undefined;
     this.lastGrid = grid;
     this.largest = Math.max(this.largest, Math.abs(grid));
@@ -108,10 +118,28 @@ export class MeterCheck {
     this.high = Math.max(this.high, battery);
     if (!this.excited) return undefined;
     const slope = (this.n * this.sumBG - this.sumB * this.sumG) / (this.n * this.sumBB - this.sumB * this.sumB);
-    if (slope >= SLOPE_MARGIN) return 'inverted';
+    if (slope >= WRONG_SLOPE && this.runsAway(grid, setpoint)) return 'inverted';
     if (Math.abs(slope) < KW_SLOPE && this.largest <= KW_READING_W) return 'kilowatts';
-    if (slope <= -SLOPE_MARGIN) this.confirmed = true;
+    if (slope <= -RIGHT_SLOPE) this.confirmed = true;
     return undefined;
+  }
+
+  /** The setpoint's moves in a row one way (a reversal starts a new run). */
+  private follow(grid: number, setpoint: number | undefined): void {
+    if (setpoint === undefined) return;
+    const last = this.lastSetpoint;
+    this.lastSetpoint = { setpoint, grid };
+    if (!last || setpoint === last.setpoint) return;
+    const direction = Math.sign(setpoint - last.setpoint);
+    if (this.run?.direction === direction) this.run.moves++;
+    else this.run = { direction, moves: 1, setpoint: last.setpoint, grid: last.grid };
+  }
+
+  /** The run's moves made the reading worse by about as much as they moved: more discharge, more import. */
+  private runsAway(grid: number, setpoint: number | undefined): boolean {
+    const run = this.run;
+    if (!run || setpoint === undefined || run.moves < RUNAWAY_MOVES) return false;
+    return (grid - run.grid) * run.direction >= RUNAWAY_SHARE * Math.abs(setpoint - run.setpoint);
   }
 
   private get excited(): boolean {

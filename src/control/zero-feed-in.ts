@@ -335,7 +335,7 @@ export class ZeroFeedInController {
     if (!this.regulator.inFlight) this.followOthers();
     this.takenAt = this.now();
     const decision = this.regulator.meter(grid, this.now(), battery);
-    const fault = this.meterCheck.observe(grid, decision.battery);
+    const fault = this.meterCheck.observe(grid, decision.battery, this.regulator.setpoint);
     if (fault) return this.stopForMeter(fault);
     if (decision.action === 'hold' && !this.regulator.moving && this.meterCheck.probeDue()) return this.probeMeter(decision);
     this.act(decision);
