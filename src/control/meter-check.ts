@@ -9,7 +9,7 @@
  * meter with the wrong sign gives s ≈ +1 (it runs away with the battery); a meter in kW given as W gives s ≈ -0.001.
  * Levels, not changes: the battery's power as the regulator takes it may be a second off the meter's timing, which a
  * change between two readings does not survive. It decides only once the battery spanned EXCITATION_W, and on a clear
- * margin: wrong sign from s ≥ +0.5 where the loop also runs away (three setpoint moves one way, each making the reading
+ * margin: wrong sign from s ≥ +0.5 where the loop also runs away (four setpoint moves one way, each making the reading
  * worse: a load the battery follows late, a kettle's pulse, make s positive for a while, but never that), too small only where every reading also lay within KW_READING_W. A right meter
  * confirmed (s ≤ -0.5) ends the check: a later load or a battery that falls short cannot raise a false alarm.
  * A kW meter never moves the regulator (0.35 is within any dead band), so nothing excites it: where the first readings
@@ -38,8 +38,8 @@ const EXCITATION_W = 250;
 const WRONG_SLOPE = 0.5;
 const RIGHT_SLOPE = 0.5;
 /** A runaway: this many setpoint moves one way, and the reading moved away from where they ask by this share of them. */
-const RUNAWAY_MOVES = 3;
-const RUNAWAY_SHARE = 0.5;
+const RUNAWAY_MOVES = 4;
+const RUNAWAY_SHARE = 0.8;
 /** A kW meter's readings stay this small (W as given: a house of up to 30 kW); a W meter's move with the battery. */
 const KW_READING_W = 30;
 /** ...and it moves less than this share of the battery's moves. */
