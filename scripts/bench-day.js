@@ -24,6 +24,7 @@ const path = require('node:path');
 const dist = path.resolve(__dirname, '..', 'dist', 'src');
 const { DeviceSimulator } = require(path.join(dist, 'simulator'));
 const { Regulator } = require(path.join(dist, 'control', 'regulator'));
+const { MeterCheck } = require(path.join(dist, 'control', 'meter-check'));
 const { zeroFeedInSettings } = require(path.join(dist, 'editor', 'inputs'));
 const { parseControl, controlValues } = require(path.join(dist, 'control', 'control'));
 const { REAL_TIME } = require(path.join(dist, 'points', 'catalogue'));
@@ -105,7 +106,9 @@ function regulatorLoop(sim) {
   const queue = [];
   let free = 0;
   let answer;
-  const loop = { writes: 0, setpoint: undefined };
+  const loop = { writes: 0, setpoint: undefined, meterAlarms: 0 };
+  // The controller's meter check (issue 34) on the same readings: a right meter must never raise it.
+  const check = new MeterCheck();
   const act = (decision, urgent) => {
     if (decision?.action === 'set' || decision?.action === 'standby') {
       const command = parseControl(decision.action === 'standby' ? 0 : decision.setpoint, controlOptions);
@@ -114,7 +117,9 @@ function regulatorLoop(sim) {
   };
   return Object.assign(loop, {
     second(now) {
-      act(regulator.meter(sim.meterPower, ms(now)));
+      const decision = regulator.meter(sim.meterPower, ms(now));
+      if (check.observe(sim.meterPower, decision.battery)) loop.meterAlarms++;
+      act(decision);
       const every = loop.setpoint ? STEERING_READ_S : STATE_READ_S;
       if (Math.round(now) % every === 0 && !queue.some((request) => request.kind === 'read')) queue.push({ kind: 'read' });
     },
@@ -224,7 +229,7 @@ function run(name, hours, makeLoop) {
       f.counted = loop.writes;
     }
   }
-  return { name, f, writes: loop.writes, hours, socEnd: sim.exactSoc };
+  return { name, f, writes: loop.writes, hours, socEnd: sim.exactSoc, meterAlarms: loop.meterAlarms };
 }
 
 function main() {
@@ -254,6 +259,9 @@ function main() {
         `${one(f.exportCould)} | ${one(f.fromGrid)} | ${(f.windUpS / 60).toFixed(1)} / ${one(f.windUpWh)} | ` +
         `${(writes / hours).toFixed(0)} / ${Math.max(0, ...f.hourly)} | ${one(f.socLow)} / ${one(f.socHigh)} / ${one(socEnd)} |`,
     );
+  for (const { name, meterAlarms } of rows.filter((row) => row.meterAlarms !== undefined))
+    console.log(`
+Meter alarms (src/control/meter-check.ts on the same readings), ${name}: ${meterAlarms} (must be 0).`);
 }
 
 main();

@@ -555,6 +555,7 @@ async function longRun(units) {
           `${selfUseWh.toFixed(0)} | ${writes} |`,
       );
     }
+    console.log(`\nMeter alarms of the group regulator's long run: ${regulator.meterFaults.length} (must be 0).`);
     if (regulator.failures.length > 0) console.log(`\nGroup regulator's failures: ${regulator.failures.map(String).join('; ')}`);
   }
 }

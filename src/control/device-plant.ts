@@ -101,6 +101,8 @@ export interface BatteryPlant {
   steeredBy?(steering: PlantSteering): void;
   /** An exit that keeps the battery as it is: a group's own pulses end on the setpoints they lead to. */
   keep?(): Promise<void>;
+  /** Whether the device's own meter is connected (7120; a group: its first unit's, whose meter it reads), if known. */
+  meterConnected?(): Promise<boolean | undefined>;
 }
 
 /** What a group plant asks its controller between the controller's setpoints. */
@@ -117,6 +119,9 @@ export interface PlantSteering {
 const address = (name: string) => pointByName(name)!.address;
 const METER = address('meterPower');
 const METER_1600 = address('meterPower1600');
+const METER_STATUS = address('meterStatus');
+/** 7120: 1000 the meter is enabled, 1001 disabled (the meter accessory missing or not set up). */
+const METER_DISABLED = 1001;
 const BATTERY = address('batteryPower');
 const SOC = address('batterySoc');
 const BACKUP_SOC = address('backupSoc');
@@ -266,6 +271,12 @@ export class DevicePlant implements BatteryPlant {
       dischargeSoc: this.dischargeSoc,
       leashWh: this.capacityWh === undefined || leash === undefined ? undefined : (this.capacityWh * leash) / 100,
     };
+  }
+
+  async meterConnected(): Promise<boolean | undefined> {
+    const { values } = await this.session.read([METER_STATUS]);
+    const status = Number(values.get(METER_STATUS));
+    return Number.isFinite(status) && values.get(METER_STATUS) !== undefined ? status !== METER_DISABLED : undefined;
   }
 
   async selfConsumption(): Promise<void> {
