@@ -10,6 +10,7 @@ import {
   POWER_LIMIT,
   REAL_TIME,
   decodeValue,
+  modelsTakingText,
   resolveWritePoint,
   validatePowerLimit,
   validateWrite,
@@ -443,7 +444,14 @@ export class DeviceClient extends EventEmitter implements QueueMember, DeviceOpe
     if (result === true) return;
     const detail = `write of ${JSON.stringify(values)} to address ${address}`;
     if (result === false) {
-      const hint = address >= REAL_TIME.stateAddress && address <= REAL_TIME.socAddress ? ' (is the working mode real-time control?)' : '';
+      const point = writePointByAddress(address);
+      const models = point && modelsTakingText(point);
+      const hint =
+        address >= REAL_TIME.stateAddress && address <= REAL_TIME.socAddress
+          ? ' (is the working mode real-time control?)'
+          : models
+            ? ` (${models})`
+            : '';
       throw new RefusedError(detail + hint, '', address, values);
     }
     throw new BadResponseError(operation, `no result in ${JSON.stringify(body).slice(0, 200)}`);

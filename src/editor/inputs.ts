@@ -226,17 +226,21 @@ export const discoveryTarget: Parse<string> = (value, field) =>
 
 /** A list of read point names or addresses: an array, or the same as a comma-separated string. */
 export function pointList(value: unknown, field: string): number[] {
-  const list =
-    typeof value === 'string'
-      ? value
-          .split(',')
-          .map((s) => s.trim())
-          .filter((s) => s !== '')
-      : value;
+  const list = pointReferences(value);
   if (!Array.isArray(list)) {
     throw new ValidationError(field, value, 'an array of read point names or addresses, or a comma-separated string of them');
   }
   return resolveReadAddresses(list, field);
+}
+
+/** The entries of a point list (an array, or a comma-separated string); anything else as it is. */
+export function pointReferences(value: unknown): unknown {
+  return typeof value === 'string'
+    ? value
+        .split(',')
+        .map((s) => s.trim())
+        .filter((s) => s !== '')
+    : value;
 }
 
 /** Every rule the editor must check the same way as the runtime, for the catalogue route. */

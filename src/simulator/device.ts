@@ -6,12 +6,13 @@ import { createHash } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
 import {
   MAX_ADDRESSES_PER_READ,
-  MODEL_1600_SPEC_ADDRESSES,
   MODEL_CLASSES,
   READ_POINTS,
   REAL_TIME,
   WRITE_POINTS,
+  acceptedBy,
   pointByName,
+  servedBy,
   validateWrite,
   validateWriteValue,
   writePointByAddress,
@@ -38,9 +39,7 @@ export function defaultUnsupportedAddresses(): number[] {
 
 /** Read addresses a model class serves: the sources' list for the 1600 class, every other specification point for the 2000 class. */
 export function modelAddresses(model: ModelClass): number[] {
-  return READ_POINTS.filter((p) =>
-    p.beyondSpec ? p.models?.includes(model) : model === '2000' || MODEL_1600_SPEC_ADDRESSES.includes(p.address),
-  ).map((p) => p.address);
+  return READ_POINTS.filter((p) => servedBy(p, model)).map((p) => p.address);
 }
 
 /** Rated capacity by model class: the 1600 class's from the Home Assistant gen_1 fixture. */
@@ -296,10 +295,10 @@ export class DeviceModel implements HouseUnit {
     return true;
   }
 
-  /** The 1600 class lists only the mode and real-time points, with its own power range (maker's BK1600 tab). */
+  /** What the model class takes (the catalogue's write point models), within its own power range (maker's BK1600 tab). */
   private modelAccepts(point: WritePoint, values: number[]): boolean {
+    if (!acceptedBy(point, this.modelClass)) return false;
     if (this.modelClass !== '1600') return true;
-    if (point.address !== REAL_TIME.modeAddress && !point.realTimeOnly) return false;
     const state = point.address === REAL_TIME.stateAddress ? values[0] : this.controlSettings.state;
     const power = point.address === REAL_TIME.stateAddress ? values[1] : point.address === REAL_TIME.powerAddress ? values[0] : undefined;
     if (power === undefined) return true;
