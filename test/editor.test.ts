@@ -549,7 +549,9 @@ describe('editor in a real browser (chromium)', function () {
     const { maxChargePower, maxDischargePower } = MODEL_CLASSES['2000'];
     const offer = text('localbattery-device.editor.reported', { charge: maxChargePower, discharge: maxDischargePower });
     await page.locator('#localbattery-device-reported', { hasText: offer }).waitFor();
-    await showAdvanced();
+    // The limits sit beside the offer, outside Advanced.
+    (await page.locator('#node-config-input-chargeLimit').isVisible()).should.be.true();
+    (await page.locator('#node-config-input-dischargeLimit').isVisible()).should.be.true();
     (await page.locator('#node-config-input-chargeLimit').inputValue()).should.equal('');
     await page.locator('#localbattery-device-use-reported').click();
     (await page.locator('#node-config-input-chargeLimit').inputValue()).should.equal(String(maxChargePower));
