@@ -57,7 +57,7 @@
                     .then(
                         function (data) {
                             shared.rules = window.localBatteryRules;
-                            // A model read point (gridPower) joins the read points at the head of its category, its
+                            // A model read point (gridPower) joins the read points at the head of its category (readPointsWithModelPoints), its
                             // address shown as the addresses it is read at (whichever the device serves).
                             (data.modelRead || []).forEach(function (p) {
                                 var at = data.read.findIndex(function (q) {

@@ -567,6 +567,16 @@ export const MODEL_READ_POINTS: readonly ModelReadPoint[] = [
   },
 ];
 
+/** The read points with each model read point at the head of its category: the order of the help and the editor's picker. */
+export function readPointsWithModelPoints(): (ReadPoint | ModelReadPoint)[] {
+  const points: (ReadPoint | ModelReadPoint)[] = [...READ_POINTS];
+  for (const modelPoint of MODEL_READ_POINTS) {
+    const at = points.findIndex((p) => p.category === modelPoint.category);
+    points.splice(at < 0 ? 0 : at, 0, modelPoint);
+  }
+  return points;
+}
+
 /** Whether model class `model` serves read point `point`, as the maker's tables and the integrations say. */
 export function servedBy(point: ReadPoint, model: ModelClass): boolean {
   if (point.beyondSpec) return point.models?.includes(model) ?? false;

@@ -3,10 +3,10 @@
  * (`npm run docs` writes them; tests compare).
  */
 import {
-  MODEL_READ_POINTS,
   READ_POINTS,
   WRITE_POINTS,
   describeAllowed,
+  readPointsWithModelPoints,
   servingAddresses,
   type EnumOption,
   type ModelReadPoint,
@@ -91,20 +91,10 @@ function byCategory<P extends { category: string }>(points: readonly P[]): Map<s
   return groups;
 }
 
-/** The read points with each model read point at the head of its category. */
-function withModelReadPoints(): (ReadPoint | ModelReadPoint)[] {
-  const points: (ReadPoint | ModelReadPoint)[] = [...READ_POINTS];
-  for (const modelPoint of MODEL_READ_POINTS) {
-    const at = points.findIndex((p) => p.category === modelPoint.category);
-    points.splice(at < 0 ? 0 : at, 0, modelPoint);
-  }
-  return points;
-}
-
 /** The point list of the read or write help page in `language`, between its markers. */
 export function helpPointList(direction: 'read' | 'write', language: HelpLanguage): string {
   const lines = [`<p>${html(LIST_INTRO[direction][language])}</p>`];
-  const points: readonly (ReadPoint | ModelReadPoint | WritePoint)[] = direction === 'read' ? withModelReadPoints() : WRITE_POINTS;
+  const points: readonly (ReadPoint | ModelReadPoint | WritePoint)[] = direction === 'read' ? readPointsWithModelPoints() : WRITE_POINTS;
   for (const [category, members] of byCategory(points)) {
     lines.push(`<p><b>${html(category)}</b></p>`, '<ul>');
     for (const p of members) {
