@@ -79,7 +79,7 @@ function register(RED: NodeAPI) {
     node.on('close', () => poller.stop());
 
     const life = serveDevice(node, device, missingDevice, async (msg: NodeMessageInFlow): Promise<Outgoing | undefined> => {
-      const outcome = await poller.read(settings.addressesFor(msg));
+      const outcome = await poller.read(settings.addressesFor(msg), settings.keyOfFor(msg));
       return life.closed ? undefined : format(outcome, msg);
     });
     if (settings.configError) {

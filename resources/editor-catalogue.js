@@ -57,9 +57,19 @@
                     .then(
                         function (data) {
                             shared.rules = window.localBatteryRules;
+                            // A model read point (gridPower) joins the read points at the head of its category (readPointsWithModelPoints), its
+                            // address shown as the addresses it is read at (whichever the device serves).
+                            (data.modelRead || []).forEach(function (p) {
+                                var at = data.read.findIndex(function (q) {
+                                    return q.category === p.category;
+                                });
+                                data.read.splice(at < 0 ? 0 : at, 0, Object.assign({}, p, { address: p.addresses.join(' / ') }));
+                            });
                             data.read.forEach(function (p) {
                                 shared.readByName[p.name] = p;
-                                shared.readByAddress[p.address] = p;
+                                if (typeof p.address === 'number') {
+                                    shared.readByAddress[p.address] = p;
+                                }
                             });
                             data.write.forEach(function (p) {
                                 shared.writeByName[p.name] = p;

@@ -15,7 +15,15 @@ import type { ChildProcess } from 'node:child_process';
 import should from 'should';
 import type { Browser, Page } from 'playwright-core';
 import { DeviceSimulator } from '../src/simulator';
-import { MODEL_CLASSES, READ_POINTS, WRITE_POINTS, describeAllowed, pointByName, type WritePoint } from '../src/points/catalogue';
+import {
+  MODEL_CLASSES,
+  READ_POINTS,
+  WRITE_POINTS,
+  describeAllowed,
+  pointByName,
+  readPointsWithModelPoints,
+  type WritePoint,
+} from '../src/points/catalogue';
 import { NUMBER_RULES, ZERO_FEED_IN_RULES, allowedText, settingRulesJson } from '../src/editor/inputs';
 import { text } from './node-support';
 import { DEVICES, VERDICTS, describeRow, runtimeVerdict } from './verdicts';
@@ -337,7 +345,7 @@ describe('editor in a real browser (chromium)', function () {
     const categories = [...new Set(READ_POINTS.map((p) => p.category))];
     (await page.locator('#localbattery-read-picker .localbattery-read-head b').allInnerTexts()).should.eql(categories);
     (await page.locator('#localbattery-read-picker .localbattery-read-row code').allTextContents()).should.eql(
-      READ_POINTS.map((p) => p.name),
+      readPointsWithModelPoints().map((p) => p.name),
     );
     (await page.locator('#localbattery-read-count').innerText()).should.equal(
       text('localbattery-read.editor.selected', { count: INITIAL_POINTS.length }),
@@ -549,7 +557,9 @@ describe('editor in a real browser (chromium)', function () {
     const { maxChargePower, maxDischargePower } = MODEL_CLASSES['2000'];
     const offer = text('localbattery-device.editor.reported', { charge: maxChargePower, discharge: maxDischargePower });
     await page.locator('#localbattery-device-reported', { hasText: offer }).waitFor();
-    await showAdvanced();
+    // The limits sit beside the offer, outside Advanced.
+    (await page.locator('#node-config-input-chargeLimit').isVisible()).should.be.true();
+    (await page.locator('#node-config-input-dischargeLimit').isVisible()).should.be.true();
     (await page.locator('#node-config-input-chargeLimit').inputValue()).should.equal('');
     await page.locator('#localbattery-device-use-reported').click();
     (await page.locator('#node-config-input-chargeLimit').inputValue()).should.equal(String(maxChargePower));

@@ -25,8 +25,8 @@ describe('Dashboard example', function () {
    * the test sees what a widget would show and sends what it would send; the dashboard's config nodes go. `armed`
    * enables the nodes that write. The real dashboard runs in test/dashboard.test.ts.
    */
-  async function run(armed: boolean | string[]) {
-    simulator = await startSimulator();
+  async function run(armed: boolean | string[], simulatorOptions: Parameters<typeof startSimulator>[0] = {}) {
+    simulator = await startSimulator(simulatorOptions);
     const { flow, credentials } = prepared('Dashboard', simulator, PASSWORD, armed);
     const nodes = flow
       .filter((node) => node.type !== 'global-config' && !['ui-base', 'ui-theme', 'ui-page', 'ui-group'].includes(node.type))
@@ -72,6 +72,19 @@ describe('Dashboard example', function () {
     await settle([charge.id], () => charge.send({ topic: 'mode', payload: 'charge' }));
     simulator.workingMode.should.equal(1);
     should(simulator.stats.byOperation['Vendor.SetData'] ?? 0).equal(0);
+  });
+
+  it("on the 1600 class: the Grid row and the chart's Grid line show its meter, and the Grid charging switch, which it lacks, hides", async () => {
+    const widget = await run(false, { model: '1600' });
+    const grid = first(widget('ui-text: Grid'));
+    const gridCharging = first(widget('ui-switch: Grid charging'));
+    const chart: FlowNode[] = [];
+    widget('ui-chart: Power (W), last hour').on('input', (msg: FlowNode) => chart.push(msg));
+    (await grid).payload.should.match(/^(importing \d+ W|exporting \d+ W|0 W)$/);
+    const hidden = await gridCharging;
+    should(hidden.visible).equal(false);
+    should(hidden.payload).be.undefined();
+    await until(() => chart.some((msg) => msg.topic === 'Grid'), 10000, "the chart's Grid line");
   });
 
   it('once armed without zero feed-in: grid charging and working mode 1 from their controls', async () => {

@@ -2,7 +2,7 @@
 import should from 'should';
 import { helper, PASSWORD, startSimulator } from './support';
 import type { DeviceSimulator } from '../src/simulator';
-import { pointByName } from '../src/points/catalogue';
+import { MODEL_CLASSES, modelReadPointByName, pointByName, servesPoint, type ModelClass } from '../src/points/catalogue';
 import { startBroker, type TestBroker } from './mqtt-broker';
 import { DISCOVERY_TOPIC, checkNumberConfig, checkSelectConfig, checkSensorSemantics, checkSwitchConfig } from './home-assistant-schema';
 import { ZERO_FEED_IN_RULES } from '../src/editor/inputs';
@@ -41,143 +41,149 @@ describe('Home Assistant (MQTT discovery) example', function () {
     const reader = flow.find((n) => n.type === 'localbattery-read')!;
     const serial = String(simulator.value(0));
     const configs = () => broker.published.filter((p) => p.topic.startsWith('homeassistant/') && p.topic.endsWith('/config'));
-    await until(() => configs().length >= reader.points.length + 4, 20000, 'discovery configs');
+    // A sensor for each point the model serves: none for a point that would stay empty.
+    const served = (reader.points as string[]).filter((point) => servesPoint(simulator.model, point));
+    await until(() => configs().length >= served.length + 4, 20000, 'discovery configs');
     await until(() => broker.subscriptions.includes('localbattery/+/control/set'), 10000, 'the control subscription');
     await until(() => broker.subscriptions.includes('localbattery/+/zero_feed_in/#'), 10000, 'the zero feed-in subscription');
-    return { flow, reader, serial, configs };
+    return { flow, reader, serial, configs, served };
   }
 
-  it('announces one device with a sensor per point, valid for Home Assistant, and publishes their states', async () => {
-    const { reader, serial, configs } = await run(false);
-    const nodeId = `localbattery_${serial}`;
-    const announced = configs();
-    announced.length.should.equal(
-      reader.points.length + 4,
-      'one config per point, the control select, the zero feed-in switch, number and battery mode select',
-    );
-    const components = new Set<string>();
-    const uniqueIds = new Set<string>();
-    const sensors = new Map<string, FlowNode>();
-    for (const { topic, payload, retain } of announced) {
-      retain.should.be.true(`${topic} is retained`);
-      const match = DISCOVERY_TOPIC.exec(topic);
-      should.exist(match, `${topic} has the discovery form`);
-      const [, prefix, component, node, object] = match!;
-      prefix.should.equal('homeassistant');
-      node.should.equal(nodeId);
-      const config = JSON.parse(payload);
-      config.should.have.properties(['name', 'unique_id', 'device', 'origin']);
-      config.unique_id.should.equal(`${nodeId}_${object}`);
-      uniqueIds.has(config.unique_id).should.be.false(`${config.unique_id} is unique`);
-      uniqueIds.add(config.unique_id);
-      // One device, known by the serial number and model from the device info.
-      config.device.should.eql({
-        identifiers: [nodeId],
-        name: 'Home battery',
-        model: 'SIM-5120',
-        serial_number: serial,
-        sw_version: config.device.sw_version,
-      });
-      config.device.sw_version.should.be.a.String().and.not.be.empty();
-      config.origin.name.should.be.a.String();
-      // Unavailable unless Node-RED (the broker configuration's birth and will) and the device both say online.
-      config.availability.should.eql([{ topic: NODE_RED_STATUS }, { topic: `localbattery/${serial}/availability` }]);
-      config.availability_mode.should.equal('all');
-      if (component === 'sensor') {
-        config.state_topic.should.equal(`localbattery/${serial}/state`);
-        config.value_template.should.equal(`{{ value_json.${object} }}`);
-        config.name.should.equal(pointByName(object)!.label);
-        checkSensorSemantics(object, config);
-        sensors.set(object, config);
-      } else if (component === 'switch') {
-        object.should.equal('zero_feed_in');
-        checkSwitchConfig(object, config);
-        config.should.have.properties({
-          name: 'Zero feed-in',
-          command_topic: `localbattery/${serial}/zero_feed_in/set`,
-          state_topic: `localbattery/${serial}/zero_feed_in/state`,
-          payload_on: 'ON',
-          payload_off: 'OFF',
+  for (const model of Object.keys(MODEL_CLASSES) as ModelClass[])
+    it(`announces one device with a sensor per point the ${model} class serves (grid power on each), valid for Home Assistant, and publishes their states`, async () => {
+      const { serial, configs, served } = await run(false, { model });
+      const nodeId = `localbattery_${serial}`;
+      const announced = configs();
+      announced.length.should.equal(
+        served.length + 4,
+        'one config per point, the control select, the zero feed-in switch, number and battery mode select',
+      );
+      const components = new Set<string>();
+      const uniqueIds = new Set<string>();
+      const sensors = new Map<string, FlowNode>();
+      for (const { topic, payload, retain } of announced) {
+        retain.should.be.true(`${topic} is retained`);
+        const match = DISCOVERY_TOPIC.exec(topic);
+        should.exist(match, `${topic} has the discovery form`);
+        const [, prefix, component, node, object] = match!;
+        prefix.should.equal('homeassistant');
+        node.should.equal(nodeId);
+        const config = JSON.parse(payload);
+        config.should.have.properties(['name', 'unique_id', 'device', 'origin']);
+        config.unique_id.should.equal(`${nodeId}_${object}`);
+        uniqueIds.has(config.unique_id).should.be.false(`${config.unique_id} is unique`);
+        uniqueIds.add(config.unique_id);
+        // One device, known by the serial number and model from the device info.
+        config.device.should.eql({
+          identifiers: [nodeId],
+          name: 'Home battery',
+          model: 'SIM-5120',
+          serial_number: serial,
+          sw_version: config.device.sw_version,
         });
-      } else if (component === 'number') {
-        object.should.equal('zero_feed_in_target');
-        checkNumberConfig(object, config);
-        // The node's range for msg.target.
-        config.should.have.properties({
-          command_topic: `localbattery/${serial}/zero_feed_in/target/set`,
-          state_topic: `localbattery/${serial}/zero_feed_in/target/state`,
-          min: ZERO_FEED_IN_RULES.target.min,
-          max: ZERO_FEED_IN_RULES.target.max,
-          unit_of_measurement: ZERO_FEED_IN_RULES.target.unit,
-          device_class: 'power',
-        });
-        config.step.should.be.above(0);
-      } else if (object === 'battery_mode') {
-        component.should.equal('select');
-        checkSelectConfig(object, config);
-        config.should.have.properties({
-          name: 'Battery mode',
-          command_topic: `localbattery/${serial}/zero_feed_in/mode/set`,
-          state_topic: `localbattery/${serial}/zero_feed_in/mode/state`,
-        });
-        config.options.should.eql(['Zero feed-in', 'Hold', 'Charge', 'Standby']);
-      } else {
-        component.should.equal('select');
-        checkSelectConfig(object, config);
-        config.command_topic.should.equal(`localbattery/${serial}/control/set`);
-        config.options.should.eql(['Charge', 'Discharge', 'Standby', 'Self-consumption']);
+        config.device.sw_version.should.be.a.String().and.not.be.empty();
+        config.origin.name.should.be.a.String();
+        // Unavailable unless Node-RED (the broker configuration's birth and will) and the device both say online.
+        config.availability.should.eql([{ topic: NODE_RED_STATUS }, { topic: `localbattery/${serial}/availability` }]);
+        config.availability_mode.should.equal('all');
+        if (component === 'sensor') {
+          config.state_topic.should.equal(`localbattery/${serial}/state`);
+          config.value_template.should.equal(`{{ value_json.${object} }}`);
+          config.name.should.equal((pointByName(object) ?? modelReadPointByName(object))!.label);
+          checkSensorSemantics(object, config);
+          sensors.set(object, config);
+        } else if (component === 'switch') {
+          object.should.equal('zero_feed_in');
+          checkSwitchConfig(object, config);
+          config.should.have.properties({
+            name: 'Zero feed-in',
+            command_topic: `localbattery/${serial}/zero_feed_in/set`,
+            state_topic: `localbattery/${serial}/zero_feed_in/state`,
+            payload_on: 'ON',
+            payload_off: 'OFF',
+          });
+        } else if (component === 'number') {
+          object.should.equal('zero_feed_in_target');
+          checkNumberConfig(object, config);
+          // The node's range for msg.target.
+          config.should.have.properties({
+            command_topic: `localbattery/${serial}/zero_feed_in/target/set`,
+            state_topic: `localbattery/${serial}/zero_feed_in/target/state`,
+            min: ZERO_FEED_IN_RULES.target.min,
+            max: ZERO_FEED_IN_RULES.target.max,
+            unit_of_measurement: ZERO_FEED_IN_RULES.target.unit,
+            device_class: 'power',
+          });
+          config.step.should.be.above(0);
+        } else if (object === 'battery_mode') {
+          component.should.equal('select');
+          checkSelectConfig(object, config);
+          config.should.have.properties({
+            name: 'Battery mode',
+            command_topic: `localbattery/${serial}/zero_feed_in/mode/set`,
+            state_topic: `localbattery/${serial}/zero_feed_in/mode/state`,
+          });
+          config.options.should.eql(['Zero feed-in', 'Hold', 'Charge', 'Standby']);
+        } else {
+          component.should.equal('select');
+          checkSelectConfig(object, config);
+          config.command_topic.should.equal(`localbattery/${serial}/control/set`);
+          config.options.should.eql(['Charge', 'Discharge', 'Standby', 'Self-consumption']);
+        }
+        components.add(component);
       }
-      components.add(component);
-    }
-    [...components].sort().should.eql(['number', 'select', 'sensor', 'switch']);
-    // The switch and the number have their state from the start: on, at the node's Target setting.
-    const zeroNode = example(NAME).find((n) => n.type === 'localbattery-zero-feed-in')!;
-    // They go out right after the configs, which run() waits for: on a busy machine they may not be in yet.
-    const stateTopics = ['zero_feed_in/state', 'zero_feed_in/target/state', 'zero_feed_in/mode/state'].map(
-      (topic) => `localbattery/${serial}/${topic}`,
-    );
-    await until(() => stateTopics.every((topic) => lastOn(topic) !== undefined), 10000, 'the zero feed-in states');
-    lastOn(`localbattery/${serial}/zero_feed_in/state`)!.should.eql({
-      topic: `localbattery/${serial}/zero_feed_in/state`,
-      payload: 'ON',
-      retain: true,
-    });
-    lastOn(`localbattery/${serial}/zero_feed_in/target/state`)!.payload.should.equal(String(zeroNode.target));
-    // The mode it starts in: its Mode setting, normal.
-    zeroNode.mode.should.equal('normal');
-    lastOn(`localbattery/${serial}/zero_feed_in/mode/state`)!.should.eql({
-      topic: `localbattery/${serial}/zero_feed_in/mode/state`,
-      payload: 'Zero feed-in',
-      retain: true,
-    });
-    [...sensors.keys()].sort().should.eql([...reader.points].sort());
-    sensors.get('batterySoc')!.should.have.properties({ device_class: 'battery', state_class: 'measurement', unit_of_measurement: '%' });
-    sensors.get('batteryPower')!.should.have.properties({ device_class: 'power', state_class: 'measurement', unit_of_measurement: 'W' });
-    sensors
-      .get('batteryChargeEnergyTotal')!
-      .should.have.properties({ device_class: 'energy', state_class: 'total_increasing', unit_of_measurement: 'kWh' });
-    sensors.get('workingMode')!.should.have.properties({ device_class: 'enum' });
+      [...components].sort().should.eql(['number', 'select', 'sensor', 'switch']);
+      // The switch and the number have their state from the start: on, at the node's Target setting.
+      const zeroNode = example(NAME).find((n) => n.type === 'localbattery-zero-feed-in')!;
+      // They go out right after the configs, which run() waits for: on a busy machine they may not be in yet.
+      const stateTopics = ['zero_feed_in/state', 'zero_feed_in/target/state', 'zero_feed_in/mode/state'].map(
+        (topic) => `localbattery/${serial}/${topic}`,
+      );
+      await until(() => stateTopics.every((topic) => lastOn(topic) !== undefined), 10000, 'the zero feed-in states');
+      lastOn(`localbattery/${serial}/zero_feed_in/state`)!.should.eql({
+        topic: `localbattery/${serial}/zero_feed_in/state`,
+        payload: 'ON',
+        retain: true,
+      });
+      lastOn(`localbattery/${serial}/zero_feed_in/target/state`)!.payload.should.equal(String(zeroNode.target));
+      // The mode it starts in: its Mode setting, normal.
+      zeroNode.mode.should.equal('normal');
+      lastOn(`localbattery/${serial}/zero_feed_in/mode/state`)!.should.eql({
+        topic: `localbattery/${serial}/zero_feed_in/mode/state`,
+        payload: 'Zero feed-in',
+        retain: true,
+      });
+      [...sensors.keys()].sort().should.eql([...served].sort());
+      sensors
+        .get('gridPower')!
+        .should.have.properties({ name: 'Grid power', device_class: 'power', state_class: 'measurement', unit_of_measurement: 'W' });
+      sensors.get('batterySoc')!.should.have.properties({ device_class: 'battery', state_class: 'measurement', unit_of_measurement: '%' });
+      sensors.get('batteryPower')!.should.have.properties({ device_class: 'power', state_class: 'measurement', unit_of_measurement: 'W' });
+      sensors
+        .get('batteryChargeEnergyTotal')!
+        .should.have.properties({ device_class: 'energy', state_class: 'total_increasing', unit_of_measurement: 'kWh' });
+      sensors.get('workingMode')!.should.have.properties({ device_class: 'enum' });
 
-    // States: one JSON object per poll with every point the templates name; enum states among the options.
-    const stateOf = () => broker.published.filter((p) => p.topic === `localbattery/${serial}/state`);
-    await until(() => stateOf().length >= 1, 10000, 'a state message');
-    const state = JSON.parse(stateOf()[0].payload);
-    Object.keys(state)
-      .sort()
-      .should.eql([...reader.points].sort());
-    state.batterySoc.should.be.within(simulator.soc - 1, simulator.soc + 1);
-    state.batteryPower.should.be.a.Number();
-    for (const [name, config] of sensors) {
-      if (config.device_class === 'enum') config.options.should.containEql(state[name]);
-      else should(typeof state[name]).equal('number', name);
-    }
+      // States: one JSON object per poll with every point the templates name; enum states among the options.
+      const stateOf = () => broker.published.filter((p) => p.topic === `localbattery/${serial}/state`);
+      await until(() => stateOf().length >= 1, 10000, 'a state message');
+      const state = JSON.parse(stateOf()[0].payload);
+      Object.keys(state)
+        .sort()
+        .should.eql([...served].sort());
+      state.batterySoc.should.be.within(simulator.soc - 1, simulator.soc + 1);
+      state.batteryPower.should.be.a.Number();
+      for (const [name, config] of sensors) {
+        if (config.device_class === 'enum') config.options.should.containEql(state[name]);
+        else should(typeof state[name]).equal('number', name);
+      }
 
-    // Home Assistant restarting asks for the configs again.
-    const before = configs().length;
-    await broker.publish('homeassistant/status', 'online');
-    await until(() => configs().length >= before * 2, 10000, 'discovery again after homeassistant/status online');
-    simulator.stats.violations.should.be.empty();
-  });
+      // Home Assistant restarting asks for the configs again.
+      const before = configs().length;
+      await broker.publish('homeassistant/status', 'online');
+      await until(() => configs().length >= before * 2, 10000, 'discovery again after homeassistant/status online');
+      simulator.stats.violations.should.be.empty();
+    });
 
   /** What Home Assistant concludes from the retained availability topics: available only when all say online. */
   function available(topics: string[]): boolean {

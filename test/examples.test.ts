@@ -7,7 +7,6 @@ import path from 'node:path';
 import should from 'should';
 import { helper, PASSWORD, startSimulator } from './support';
 import type { DeviceSimulator } from '../src/simulator';
-import { pointByName } from '../src/points/catalogue';
 import {
   CORE_NODES,
   CORE_TYPES,
@@ -91,32 +90,7 @@ describe('examples', function () {
     msg.payload.batterySoc.should.be.within(0, 100);
     msg.units.batterySoc.should.equal('%');
     await perPoint;
-    topics.sort().should.eql(['batteryPower', 'batterySoc', 'meterPower', 'pvPower'].map((name) => `home/battery/${name}`));
-    simulator.stats.violations.should.be.empty();
-  });
-
-  it('Cheap-hours charging: starts grid charging at the start time, then switches it off and returns to self-consumption', async () => {
-    simulator = await startSimulator();
-    const { flow, credentials } = prepared('Cheap-hours charging', simulator);
-    await helper.load([...OUR_NODES, ...CORE_NODES], flow, credentials);
-    const result = idOf(flow, (n) => n.type === 'helper');
-    const start = flow.find((n) => n.type === 'inject' && /start/.test(n.name))!;
-    const stop = flow.find((n) => n.type === 'inject' && /back/.test(n.name))!;
-    start.crontab.should.equal('00 02 * * *');
-    stop.crontab.should.equal('00 05 * * *');
-
-    const results: FlowNode[] = [];
-    helper.getNode(result).on('input', (msg: FlowNode) => results.push(msg));
-    helper.getNode(start.id).receive({});
-    await until(() => results.length === 2, 15000, 'grid charging and charge results');
-    simulator.workingMode.should.equal(4);
-    simulator.control.should.containEql({ state: 1, power: 1500, soc: 90 });
-    simulator.value(pointByName('gridCharging')!.address)!.should.equal(1001);
-
-    helper.getNode(stop.id).receive({});
-    await until(() => results.length === 4, 10000, 'mode and grid charging write results');
-    simulator.workingMode.should.equal(1);
-    simulator.value(pointByName('gridCharging')!.address)!.should.equal(1000);
+    topics.sort().should.eql(['batteryPower', 'batterySoc', 'gridPower', 'pvPower'].map((name) => `home/battery/${name}`));
     simulator.stats.violations.should.be.empty();
   });
 

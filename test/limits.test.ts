@@ -7,7 +7,7 @@ import should from 'should';
 import controlNode = require('../nodes/localbattery-control');
 import deviceNode = require('../nodes/localbattery-device');
 import writeNode = require('../nodes/localbattery-write');
-import { POWER_LIMIT, WRITE_POINTS, pointByName, type WritePoint } from '../src/points/catalogue';
+import { MODEL_CLASSES, POWER_LIMIT, WRITE_POINTS, pointByName, type WritePoint } from '../src/points/catalogue';
 import { DeviceClient } from '../src/device/client';
 import type { DeviceSimulator } from '../src/simulator';
 import { PASSWORD, deviceConfig, helper, startSimulator } from './support';
@@ -98,6 +98,25 @@ describe('charge and discharge limits', function () {
         const report = await client.testConnection();
         should(report.reported).eql(reported);
         // Sys.GetConfig and one GetData.
+        should(simulator.stats.requests).equal(2);
+        client.close();
+        await simulator.stop();
+        simulator = undefined;
+      }
+    });
+    it('Test connection tells the model class from the meter point the device serves, with what the class takes', async () => {
+      for (const model of ['1600', '2000'] as const) {
+        // Without 114 and 115 the class is all there is to offer.
+        simulator = await startSimulator({ model, unsupported: [114, 115] });
+        client = new DeviceClient({ host: '127.0.0.1', port: simulator.port, password: PASSWORD, namespace: 'Vendor' });
+        const report = await client.testConnection();
+        should(report.reported).eql({});
+        should(report.model).eql({
+          modelClass: model,
+          label: MODEL_CLASSES[model].label,
+          chargeLimit: MODEL_CLASSES[model].maxChargePower,
+          dischargeLimit: MODEL_CLASSES[model].maxDischargePower,
+        });
         should(simulator.stats.requests).equal(2);
         client.close();
         await simulator.stop();

@@ -5,6 +5,7 @@ import should from 'should';
 import deviceNode = require('../nodes/localbattery-device');
 import controlNode = require('../nodes/localbattery-control');
 import writeNode = require('../nodes/localbattery-write');
+import readNode = require('../nodes/localbattery-read');
 import { REAL_TIME, WORKING_MODES, pointByName, writePointByAddress, type ReadPoint } from '../src/points/catalogue';
 import { CONTROL_DEFAULTS, MAX_CONTROL_SECONDS, STATE_CODES } from '../src/control/control';
 import type { DeviceSimulator } from '../src/simulator';
@@ -407,7 +408,7 @@ describe('localbattery-control node', function () {
 
 /**
  * The Cheap-hours charging example as shipped, armed and pointed at a slow simulator (answers after 1 s, as the
- * specification says): "start" (grid charging on, the control node charging 1500 W to 90 %) and, 0.4 s later, "stop"
+ * specification says): "start" (a read, then grid charging on and the control node charging 1500 W to 90 %) and, 0.4 s later, "stop"
  * (working mode 1, grid charging off). The last command wins by the time it was given, on a busy line too.
  */
 describe('Cheap-hours charging example: stop 0.4 s after start on a slow device', function () {
@@ -437,9 +438,20 @@ describe('Cheap-hours charging example: stop 0.4 s after start on a slow device'
       { id: 'done', z: 'tab', type: 'complete', scope: writers, uncaught: false, wires: [['completed']] },
       { id: 'completed', z: 'tab', type: 'helper' },
     ];
-    await helper.load([...nodes, core('common/20-inject.js'), core('common/90-comment.js'), core('common/24-complete.js')], flow, {
-      [device.id]: { password: PASSWORD },
-    });
+    await helper.load(
+      [
+        ...nodes,
+        readNode,
+        core('common/20-inject.js'),
+        core('common/90-comment.js'),
+        core('function/10-function.js'),
+        core('common/24-complete.js'),
+      ],
+      flow,
+      {
+        [device.id]: { password: PASSWORD },
+      },
+    );
     // Every write the device accepted, in order.
     const client = helper.getNode(device.id).client;
     const writes: string[] = [];
@@ -467,7 +479,7 @@ describe('Cheap-hours charging example: stop 0.4 s after start on a slow device'
       helper.getNode('completed').on('input', (msg: unknown) => completed.push(msg));
       helper.getNode(flow.find((n) => n.type === 'inject' && /start/.test(n.name))!.id).receive({});
       await sleep(400);
-      helper.getNode(flow.find((n) => n.type === 'inject' && /back/.test(n.name))!.id).receive({});
+      helper.getNode(flow.find((n) => n.type === 'inject' && /05:00/.test(n.name))!.id).receive({});
       await until(() => completed.length === 4, 10000, 'all four commands done');
       should(simulator.workingMode).equal(1);
       should(simulator.control.state).not.equal(STATE_CODES.charge);

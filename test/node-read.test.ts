@@ -205,6 +205,43 @@ describe('localbattery-read node', function () {
     should(simulator.stats.byOperation['Vendor.GetData']).equal(1);
   });
 
+  it('reads gridPower on either model class from the meter point it serves, picked or in msg.points; a meter point named itself keeps its name', async function () {
+    for (const model of ['2000', '1600'] as const) {
+      simulator = await startSimulator({ timeScale: 0, model });
+      await load(simulator, [reader({ points: ['gridPower', 'batterySoc'] })]);
+      const messages = collect('out');
+      const read = helper.getNode('read1');
+      read.receive({ tag: 'picked' });
+      read.receive({ points: 'gridPower, meterPower', tag: 'both' });
+      await until(() => messages.length === 2, 5000, 'two messages');
+      const byTag = Object.fromEntries(messages.map((m) => [m.tag, m]));
+      const served = model === '1600' ? addressOf('meterPower1600') : addressOf('meterPower');
+      should(byTag.picked.payload).eql({
+        gridPower: expectedValue(simulator, served),
+        batterySoc: expectedValue(simulator, addressOf('batterySoc')),
+      });
+      // Another model's meter point is not missing: the point asked for (gridPower) came.
+      should(byTag.picked.missing).eql([]);
+      should(byTag.picked.metadata.gridPower).match({
+        address: served,
+        label: 'Grid power',
+        unit: 'W',
+        homeAssistant: { device_class: 'power' },
+      });
+      // meterPower named as well keeps its own name (missing on the 1600 class), and gridPower its other address.
+      if (model === '1600') {
+        should(byTag.both.payload).eql({ gridPower: expectedValue(simulator, served) });
+        should(byTag.both.missing).eql(['meterPower']);
+      } else {
+        // One address goes out under one key: 11016 as meterPower, and gridPower's other address is missing.
+        should(byTag.both.payload).eql({ meterPower: expectedValue(simulator, served) });
+        should(byTag.both.missing).eql(['gridPower']);
+      }
+      await helper.unload();
+      await simulator.stop();
+    }
+  });
+
   it('reads the points of msg.points when the node has none, and fails a message without them', async function () {
     simulator = await startSimulator({ timeScale: 0 });
     await load(simulator, [reader({ points: [] }), reader({ id: 'read2', points: undefined })]);

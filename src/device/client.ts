@@ -7,14 +7,20 @@ import { createHash } from 'node:crypto';
 import { EventEmitter } from 'node:events';
 import {
   MAX_ADDRESSES_PER_READ,
+  MODEL_CLASSES,
+  MODEL_READ_POINTS,
   POWER_LIMIT,
   REAL_TIME,
   decodeValue,
+  modelClassOf,
+  modelsTakingText,
+  servingAddresses,
   resolveWritePoint,
   validatePowerLimit,
   validateWrite,
   isValidAddress,
   writePointByAddress,
+  type ModelClass,
   type PowerLimits,
   type WritePoint,
 } from '../points/catalogue';
@@ -115,7 +121,12 @@ export interface ConnectionReport {
   device: DeviceInfo;
   /** The maximum charge and discharge power the device reports (points 114 and 115), where it does: a suggestion for the limits. */
   reported: Partial<PowerLimits>;
+  /** The model class, told by the meter point the device serves (see modelClassOf), with what that class takes. */
+  model?: { modelClass: ModelClass; label: string } & PowerLimits;
 }
+
+/** The addresses that tell the model class (the meter points of gridPower), read with the serial number in Test connection. */
+const MODEL_PROBE = MODEL_READ_POINTS.flatMap(servingAddresses);
 
 /** The points that report the device's own limits, read with the serial number in Test connection. */
 const REPORTED_LIMITS = { chargeLimit: 114, dischargeLimit: 115 } as const;
@@ -358,7 +369,7 @@ export class DeviceClient extends EventEmitter implements QueueMember, DeviceOpe
    */
   async testConnection(): Promise<ConnectionReport> {
     const device = await this.getDeviceInfo();
-    const { values } = await this.read([0, REPORTED_LIMITS.chargeLimit, REPORTED_LIMITS.dischargeLimit]);
+    const { values } = await this.read([0, REPORTED_LIMITS.chargeLimit, REPORTED_LIMITS.dischargeLimit, ...MODEL_PROBE]);
     const namespace = this.namespace;
     if (namespace === undefined) throw new BadResponseError('GetData', 'no namespace answered');
     const reported: Partial<PowerLimits> = {};
@@ -368,7 +379,14 @@ export class DeviceClient extends EventEmitter implements QueueMember, DeviceOpe
       if (typeof value === 'number' && Number.isInteger(value) && value >= POWER_LIMIT.min && value <= POWER_LIMIT.max)
         reported[name] = value;
     }
-    return { auth: this.auth, namespace, detected: this.configuredNamespace === undefined, device, reported };
+    const modelClass = modelClassOf(new Set(MODEL_PROBE.filter((address) => values.has(address))));
+    const model = modelClass && {
+      modelClass,
+      label: MODEL_CLASSES[modelClass].label,
+      chargeLimit: MODEL_CLASSES[modelClass].maxChargePower,
+      dischargeLimit: MODEL_CLASSES[modelClass].maxDischargePower,
+    };
+    return { auth: this.auth, namespace, detected: this.configuredNamespace === undefined, device, reported, ...(model ? { model } : {}) };
   }
 
   /** Checks one write from `address` as it will go out (two writes folded into one), for the queue. */
@@ -445,7 +463,14 @@ export class DeviceClient extends EventEmitter implements QueueMember, DeviceOpe
     if (result === true) return;
     const detail = `write of ${JSON.stringify(values)} to address ${address}`;
     if (result === false) {
-      const hint = address >= REAL_TIME.stateAddress && address <= REAL_TIME.socAddress ? ' (is the working mode real-time control?)' : '';
+      const point = writePointByAddress(address);
+      const models = point && modelsTakingText(point);
+      const hint =
+        address >= REAL_TIME.stateAddress && address <= REAL_TIME.socAddress
+          ? ' (is the working mode real-time control?)'
+          : models
+            ? ` (${models})`
+            : '';
       throw new RefusedError(detail + hint, '', address, values);
     }
     throw new BadResponseError(operation, `no result in ${JSON.stringify(body).slice(0, 200)}`);

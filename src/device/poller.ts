@@ -55,15 +55,22 @@ export class ChangeFilter {
 
   constructor(private readonly settings: ChangeSettings) {}
 
-  /** The outcome of a read of `addresses` that gave `result`, at `now` (ms); what it sends counts as sent. */
-  take(result: ReadResult, addresses: number[], now: number): PollOutcome {
-    const { keyOf, onlyChange, heartbeatMs, perPoint } = this.settings;
-    const missing = result.missing.map(keyOf);
+  /**
+   * The outcome of a read of `addresses` that gave `result`, at `now` (ms); what it sends counts as sent. Where
+   * `keyOf` gives several addresses one key (a model read point), the first that answered gives its value, and the
+   * key is missing only when none answered.
+   */
+  take(result: ReadResult, addresses: number[], now: number, keyOf = this.settings.keyOf): PollOutcome {
+    const { onlyChange, heartbeatMs, perPoint } = this.settings;
+    const readings: Reading[] = [];
+    for (const address of addresses) {
+      const key = keyOf(address);
+      if (result.values.has(address) && !readings.some((reading) => reading.key === key))
+        readings.push({ key, address, value: result.values.get(address)! });
+    }
+    const missing = [...new Set(result.missing.map(keyOf))].filter((key) => !readings.some((reading) => reading.key === key));
     const newlyMissing = missing.filter((key) => !this.warned.has(key));
     for (const key of newlyMissing) this.warned.add(key);
-    const readings: Reading[] = addresses
-      .filter((address) => result.values.has(address))
-      .map((address) => ({ key: keyOf(address), address, value: result.values.get(address)! }));
     const changed = readings.filter((reading) => this.hasChanged(reading));
     const due = (at: number) => heartbeatMs > 0 && now - at >= heartbeatMs;
 
@@ -181,11 +188,14 @@ export class Poller {
     this.nextPoll = undefined;
   }
 
-  /** Reads `addresses` now (on demand, e.g. for a message); a success ends an outage. Throws what the read throws. */
-  async read(addresses: number[]): Promise<PollOutcome> {
+  /**
+   * Reads `addresses` now (on demand, e.g. for a message), keyed by `keyOf` where given; a success ends an outage.
+   * Throws what the read throws.
+   */
+  async read(addresses: number[], keyOf?: (address: number) => string): Promise<PollOutcome> {
     const result = await this.readPoints(addresses, () => undefined);
     this.answered();
-    return this.filter.take(result, addresses, this.clock.now());
+    return this.filter.take(result, addresses, this.clock.now(), keyOf);
   }
 
   private answered(): void {

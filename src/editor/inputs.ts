@@ -232,18 +232,30 @@ export function parseDeadBand(value: unknown, keyOf: (address: number) => string
 export const discoveryTarget: Parse<string> = (value, field) =>
   typeof value === 'string' && value.trim() === '' ? '' : checkHost(value, field);
 
+/** The most pieces a comma-separated point list is split into (empty ones count). */
+const MAX_PIECES = 2 * MAX_READ_REFERENCES;
+
 /** A list of read point names or addresses: an array, or the same as a comma-separated string. */
 export function pointList(value: unknown, field: string): number[] {
+  const list = pointReferences(value);
   // A megabyte of commas is not split up in full: past twice the allowed entries (empty ones too) the list is refused.
-  const pieces = typeof value === 'string' ? value.split(',', 2 * MAX_READ_REFERENCES + 1) : undefined;
-  if (pieces && pieces.length > 2 * MAX_READ_REFERENCES) {
+  if (typeof value === 'string' && value.split(',', MAX_PIECES + 1).length > MAX_PIECES) {
     throw new ValidationError(field, value, `at most ${MAX_READ_REFERENCES} read point names or addresses, comma-separated`);
   }
-  const list = pieces ? pieces.map((s) => s.trim()).filter((s) => s !== '') : value;
   if (!Array.isArray(list)) {
     throw new ValidationError(field, value, 'an array of read point names or addresses, or a comma-separated string of them');
   }
   return resolveReadAddresses(list, field);
+}
+
+/** The entries of a point list (an array, or a comma-separated string); anything else as it is. */
+export function pointReferences(value: unknown): unknown {
+  return typeof value === 'string'
+    ? value
+        .split(',', MAX_PIECES)
+        .map((s) => s.trim())
+        .filter((s) => s !== '')
+    : value;
 }
 
 /** Every rule the editor must check the same way as the runtime, for the catalogue route. */

@@ -2,9 +2,9 @@
  * What the read node decides, without Node-RED: its settings (points, polling, only on change, dead band,
  * heartbeat) and the fields of the messages a read sends, as one object (by name or address) or one per point.
  */
-import { describeValue, readPointByAddress, type DecodedValue } from '../points/catalogue';
+import { describeValue, modelReadKeys, modelReadPointByName, readPointByAddress, type DecodedValue } from '../points/catalogue';
 import { homeAssistantSensor, type HomeAssistantSensor } from '../points/home-assistant';
-import { NUMBER_RULES, describeInputs, numberIn, parseDeadBand, pointList } from '../editor/inputs';
+import { NUMBER_RULES, describeInputs, numberIn, parseDeadBand, pointList, pointReferences } from '../editor/inputs';
 import { NO_DEAD_BAND, POLL_BACKOFF_MAX_MS, type PollOutcome, type PollerSettings, type Reading } from '../device/poller';
 
 export type OutputMode = 'object' | 'address' | 'split';
@@ -55,6 +55,7 @@ export class ReadSettings {
 
   constructor(def: ReadDefinition) {
     this.mode = def.output === 'address' || def.output === 'split' ? def.output : 'object';
+    this.keyOf = this.keysFor(def.points);
     this.topicPrefix = typeof def.topicPrefix === 'string' ? def.topicPrefix : '';
     this.decode = def.decode === true;
     this.onlyChange = def.onlyChange === true;
@@ -82,14 +83,30 @@ export class ReadSettings {
     };
   }
 
-  /** The key a value goes out under: its address, or its point name where the catalogue knows it. */
-  readonly keyOf = (address: number): string =>
-    this.mode === 'address' ? String(address) : (readPointByAddress(address)?.name ?? String(address));
+  /** The key a value of the configured points goes out under (see keysFor). */
+  readonly keyOf: (address: number) => string;
+
+  /**
+   * The keys of a read of `points`: the address, or the point name where the catalogue knows it; the name of a model
+   * read point (gridPower) that `points` name for each of its addresses.
+   */
+  private keysFor(points: unknown): (address: number) => string {
+    const references = pointReferences(points);
+    const modelKeys = this.mode === 'address' || !Array.isArray(references) ? new Map<number, string>() : modelReadKeys(references);
+    return (address) =>
+      this.mode === 'address' ? String(address) : (modelKeys.get(address) ?? readPointByAddress(address)?.name ?? String(address));
+  }
 
   /** The addresses a message asks for: its msg.points, else the configured ones. */
   addressesFor(msg: object): number[] {
     if (this.deadBandError) throw this.deadBandError;
     return readInputs.forMessage(msg, this.deployed).points ?? this.poller.addresses;
+  }
+
+  /** The keys of a message's read: by its msg.points where it has them, else the configured points'. */
+  keyOfFor(msg: object): (address: number) => string {
+    const points = (msg as { points?: unknown }).points;
+    return points === undefined || points === null ? this.keyOf : this.keysFor(points);
   }
 
   /** The fields of each message a read sends: one per point (split), or one for all; none when nothing is sent. */
@@ -102,7 +119,7 @@ export class ReadSettings {
         topic: this.topicPrefix + reading.key,
         payload: this.output(reading),
         address: reading.address,
-        unit: readPointByAddress(reading.address)?.unit || undefined,
+        unit: (modelReadPointByName(reading.key) ?? readPointByAddress(reading.address))?.unit || undefined,
         missing: [...missing],
       }));
     }
@@ -110,7 +127,7 @@ export class ReadSettings {
     const units: Record<string, string> = {};
     const metadata: Record<string, Metadata> = {};
     for (const reading of sending) {
-      const point = readPointByAddress(reading.address);
+      const point = modelReadPointByName(reading.key) ?? readPointByAddress(reading.address);
       payload[reading.key] = this.output(reading);
       if (point?.unit) units[reading.key] = point.unit;
       const homeAssistant = point && homeAssistantSensor(point);

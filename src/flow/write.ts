@@ -2,7 +2,7 @@
  * What the write node does, without Node-RED: which point a message writes (the setting, or msg.point), the value
  * checked against the catalogue before anything is sent, and a refusal that names the point and value.
  */
-import { resolveWritePoint, validateWrite, type WritePoint } from '../points/catalogue';
+import { modelsTakingText, resolveWritePoint, validateWrite, type WritePoint } from '../points/catalogue';
 import { RefusedError, ValidationError } from '../errors';
 import type { ClientSession, WriteResult } from '../device/client';
 import { describeInputs } from '../editor/inputs';
@@ -36,7 +36,8 @@ export class PointWriter {
 
   /**
    * Checks `value` for `point` with the device's limits, then writes it unless `writing` (called just before) says
-   * no; a refusal names the point and value, with `realTimeHint` for a point that needs real-time control.
+   * no; a refusal names the point and value, with `realTimeHint` for a point that needs real-time control, or the
+   * model classes that take the point where not every class does.
    */
   async write(
     session: ClientSession,
@@ -54,7 +55,7 @@ export class PointWriter {
       // The client's text names the address only: say which point and value the device refused.
       throw new RefusedError(
         `the write of ${point.name} (address ${point.address}) = ${JSON.stringify(values.length > 1 ? values : values[0])}`,
-        point.realTimeOnly ? realTimeHint : '',
+        point.realTimeOnly ? realTimeHint : (modelsTakingText(point) ?? ''),
         point.address,
         values,
       );

@@ -33,6 +33,8 @@ export interface WritePoint {
   readValueOffset?: number;
   /** A power point whose upper bound is one of the device's limits (see PowerDirection); `max` is the specification's. */
   powerLimited?: PowerDirection;
+  /** The model classes that take the write, where the sources say (see SETTINGS_MODELS); else every class. */
+  models?: ModelClass[];
 }
 
 export type Point = ReadPoint | WritePoint;
@@ -132,18 +134,6 @@ export const MODEL_1600_SPEC_ADDRESSES: readonly number[] = [
   0, 7101, 1664, 1665, 2108, 1502, 1505, 2101, 2107, 1501, 6000, 6001, 6002, 6105, 6004, 6005, 6006, 6007, 7120, 606, 1600, 1601, 1632,
   1633, 667, 2104, 2105, 11034, 142,
 ];
-
-/** Whether a model class serves a read point: the sources' list for the 1600 class, every other specification point for the 2000 class. */
-export function modelServes(model: ModelClass, point: ReadPoint): boolean {
-  return point.beyondSpec
-    ? (point.models?.includes(model) ?? false)
-    : model === '2000' || MODEL_1600_SPEC_ADDRESSES.includes(point.address);
-}
-
-/** Whether a model class takes a write point at all: the 1600 class lists only the mode and the real-time points. */
-export function modelAcceptsWrite(model: ModelClass, point: WritePoint): boolean {
-  return model !== '1600' || point.address === REAL_TIME.modeAddress || point.realTimeOnly === true;
-}
 
 type ReadSpec = Omit<ReadPoint, 'direction' | 'category' | 'type'> & { type?: ReadType };
 
@@ -565,10 +555,66 @@ export const READ_POINTS: readonly ReadPoint[] = [
   ]),
 ];
 
+/**
+ * A read point that the model classes serve at different addresses: a read of it asks for each point of `servedAs`,
+ * and the first that the device answers goes out under this point's name, so one flow shows it on every model.
+ */
+export interface ModelReadPoint extends Omit<ReadPoint, 'address' | 'beyondSpec' | 'source' | 'models'> {
+  /** Names of the read points that serve it, in order of preference. */
+  servedAs: string[];
+}
+
+export const MODEL_READ_POINTS: readonly ModelReadPoint[] = [
+  {
+    direction: 'read',
+    category: 'Meter and grid',
+    type: 'float',
+    name: 'gridPower',
+    label: 'Grid power',
+    unit: 'W',
+    servedAs: ['meterPower', 'meterPower1600'],
+    note: "Positive: import from the grid. The device's meter on any model: meterPower (11016) on the 2000 class, meterPower1600 (21028) on the 1600 class.",
+  },
+];
+
+/** The read points with each model read point at the head of its category: the order of the help and the editor's picker. */
+export function readPointsWithModelPoints(): (ReadPoint | ModelReadPoint)[] {
+  const points: (ReadPoint | ModelReadPoint)[] = [...READ_POINTS];
+  for (const modelPoint of MODEL_READ_POINTS) {
+    const at = points.findIndex((p) => p.category === modelPoint.category);
+    points.splice(at < 0 ? 0 : at, 0, modelPoint);
+  }
+  return points;
+}
+
+/** Whether model class `model` serves read point `point`, as the maker's tables and the integrations say. */
+export function servedBy(point: ReadPoint, model: ModelClass): boolean {
+  if (point.beyondSpec) return point.models?.includes(model) ?? false;
+  return model === '2000' || MODEL_1600_SPEC_ADDRESSES.includes(point.address);
+}
+
 type WriteSpec = Omit<WritePoint, 'direction' | 'category'>;
 
 function writeGroup(category: string, specs: WriteSpec[]): WritePoint[] {
   return specs.map((spec) => ({ direction: 'write', category, ...spec }));
+}
+
+/**
+ * The classes that take the settings (1138 to 1147, 1, 7265, 7266): the maker's BK1600 tab lists only the working mode
+ * and the real-time control points, so the 1600 class refuses the settings.
+ */
+const SETTINGS_MODELS: ModelClass[] = ['2000'];
+
+/** The model classes that take writes to `point`, in words, where not every class does (for a refusal's message). */
+export function modelsTakingText(point: WritePoint): string | undefined {
+  return (
+    point.models && `only the ${point.models.map((model) => `${model} class (${MODEL_CLASSES[model].label})`).join(' and the ')} takes it`
+  );
+}
+
+/** Whether model class `model` takes writes to `point`. */
+export function acceptedBy(point: WritePoint, model: ModelClass): boolean {
+  return point.models?.includes(model) ?? true;
 }
 
 export const WRITE_POINTS: readonly WritePoint[] = [
@@ -666,12 +712,13 @@ export const WRITE_POINTS: readonly WritePoint[] = [
       note: 'The specification gives no range; limited to a percentage.',
     },
     { address: 7265, name: 'lightSetting', label: 'Light setting', type: 'enum', enum: DISABLE_ENABLE, readAs: 'light' },
-  ]),
+  ]).map((point) => ({ ...point, models: SETTINGS_MODELS })),
 ];
 
 const readByAddress = new Map(READ_POINTS.map((p) => [p.address, p]));
 const writeByAddress = new Map(WRITE_POINTS.map((p) => [p.address, p]));
 const byName = new Map<string, Point>([...READ_POINTS, ...WRITE_POINTS].map((p) => [p.name, p]));
+const modelPointByName = new Map(MODEL_READ_POINTS.map((p) => [p.name, p]));
 
 export function readPointByAddress(address: number): ReadPoint | undefined {
   return readByAddress.get(address);
@@ -683,6 +730,52 @@ export function writePointByAddress(address: number): WritePoint | undefined {
 
 export function pointByName(name: string): Point | undefined {
   return byName.get(name);
+}
+
+export function modelReadPointByName(name: string): ModelReadPoint | undefined {
+  return modelPointByName.get(name);
+}
+
+/** The addresses a model read point is read at, in its order of preference. */
+export function servingAddresses(point: ModelReadPoint): number[] {
+  return point.servedAs.map((name) => byName.get(name)!.address);
+}
+
+/**
+ * The model read points that `references` name, by the address each of their serving points goes out from; a serving
+ * point that `references` name as well keeps its own name.
+ */
+export function modelReadKeys(references: readonly unknown[]): Map<number, string> {
+  const modelPoints = references.flatMap((reference) =>
+    typeof reference === 'string' ? (modelPointByName.get(reference.trim()) ?? []) : [],
+  );
+  const named = new Set(
+    references.flatMap((reference) =>
+      typeof reference === 'string' && modelPointByName.has(reference.trim()) ? [] : [resolveReadAddress(reference) ?? []].flat(),
+    ),
+  );
+  const keys = new Map<number, string>();
+  for (const point of modelPoints) for (const address of servingAddresses(point)) if (!named.has(address)) keys.set(address, point.name);
+  return keys;
+}
+
+/** Whether model class `model` serves the read point named `name` (a model read point through one of its points). */
+export function servesPoint(model: ModelClass, name: string): boolean {
+  const modelPoint = modelPointByName.get(name);
+  const points = modelPoint ? modelPoint.servedAs.map((served) => byName.get(served)) : [byName.get(name)];
+  return points.some((point) => point?.direction === 'read' && servedBy(point, model));
+}
+
+/**
+ * The model class a device is of, from which of the model read points' serving addresses it answered: the one class
+ * that serves every answered address and none of the unanswered; undefined where none or both fit.
+ */
+export function modelClassOf(answered: ReadonlySet<number>): ModelClass | undefined {
+  const probed = MODEL_READ_POINTS.flatMap((point) => point.servedAs.map((name) => byName.get(name) as ReadPoint));
+  const fits = (Object.keys(MODEL_CLASSES) as ModelClass[]).filter((model) =>
+    probed.every((point) => servedBy(point, model) === answered.has(point.address)),
+  );
+  return fits.length === 1 ? fits[0] : undefined;
 }
 
 /** The read point that reports the working mode (7101): the write address (47005) differs. */
@@ -709,17 +802,17 @@ export function resolveReadAddresses(references: readonly (string | number)[], f
   }
   const addresses = new Set<number>();
   for (const reference of references as readonly unknown[]) {
-    const address = resolveReadAddress(reference);
-    if (address === undefined) {
+    const resolved = resolveReadAddress(reference);
+    if (resolved === undefined) {
       throw new ValidationError(field, reference, 'a read point name (e.g. batterySoc) or an address from 0 to 65535');
     }
-    addresses.add(address);
+    for (const address of [resolved].flat()) addresses.add(address);
   }
   return [...addresses];
 }
 
-/** `reference` is unknown: lists come from messages, whatever their declared type. */
-function resolveReadAddress(reference: unknown): number | undefined {
+/** `reference` is unknown: lists come from messages, whatever their declared type. A model read point gives its addresses. */
+function resolveReadAddress(reference: unknown): number | number[] | undefined {
   if (typeof reference === 'number') return isValidAddress(reference) ? reference : undefined;
   if (typeof reference !== 'string') return undefined;
   const trimmed = reference.trim();
@@ -727,6 +820,8 @@ function resolveReadAddress(reference: unknown): number | undefined {
     const address = Number(trimmed);
     return isValidAddress(address) ? address : undefined;
   }
+  const modelPoint = modelPointByName.get(trimmed);
+  if (modelPoint) return servingAddresses(modelPoint);
   const point = byName.get(trimmed);
   return point && point.direction === 'read' ? point.address : undefined;
 }
@@ -880,12 +975,15 @@ export function validateWrite(point: WritePoint, values: unknown, limits?: Write
 /** The catalogue as plain JSON, for the editor and documentation; `powerLimit` is the range of each device limit. */
 export function catalogueJson(): {
   read: (ReadPoint & { homeAssistant?: HomeAssistantSensor })[];
+  /** The model read points (gridPower), each with the addresses it is read at. */
+  modelRead: (ModelReadPoint & { addresses: number[]; homeAssistant?: HomeAssistantSensor })[];
   write: (WritePoint & { allowed: string })[];
   maxAddressesPerRead: number;
   powerLimit: typeof POWER_LIMIT;
 } {
   return {
     read: READ_POINTS.map((p) => ({ ...p, homeAssistant: homeAssistantSensor(p) })),
+    modelRead: MODEL_READ_POINTS.map((p) => ({ ...p, addresses: servingAddresses(p), homeAssistant: homeAssistantSensor(p) })),
     write: WRITE_POINTS.map((p) => ({ ...p, allowed: describeAllowed(p) })),
     maxAddressesPerRead: MAX_ADDRESSES_PER_READ,
     powerLimit: { ...POWER_LIMIT },

@@ -6,11 +6,14 @@ import {
   MODEL_CLASSES,
   READ_POINTS,
   WRITE_POINTS,
+  acceptedBy,
   describeAllowed,
-  modelAcceptsWrite,
-  modelServes,
+  readPointsWithModelPoints,
+  servedBy,
+  servingAddresses,
   type EnumOption,
   type ModelClass,
+  type ModelReadPoint,
   type ReadPoint,
   type WritePoint,
 } from './catalogue';
@@ -77,10 +80,10 @@ export const MODELS_END = '<!-- model-table:end -->';
 export function modelTable(): string {
   const row = (model: ModelClass) => {
     const facts = MODEL_CLASSES[model];
-    const meters = READ_POINTS.filter((p) => p.name.startsWith('meterPower') && modelServes(model, p)).map(
+    const meters = READ_POINTS.filter((p) => p.name.startsWith('meterPower') && servedBy(p, model)).map(
       (p) => `${p.address} \`${p.name}\``,
     );
-    const settings = WRITE_POINTS.filter((p) => modelAcceptsWrite(model, p));
+    const settings = WRITE_POINTS.filter((p) => acceptedBy(p, model));
     const accepted =
       settings.length === WRITE_POINTS.length
         ? `every write point (${settings.length})`
@@ -130,12 +133,14 @@ function byCategory<P extends { category: string }>(points: readonly P[]): Map<s
 /** The point list of the read or write help page in `language`, between its markers. */
 export function helpPointList(direction: 'read' | 'write', language: HelpLanguage): string {
   const lines = [`<p>${html(LIST_INTRO[direction][language])}</p>`];
-  const points: readonly (ReadPoint | WritePoint)[] = direction === 'read' ? READ_POINTS : WRITE_POINTS;
+  const points: readonly (ReadPoint | ModelReadPoint | WritePoint)[] = direction === 'read' ? readPointsWithModelPoints() : WRITE_POINTS;
   for (const [category, members] of byCategory(points)) {
     lines.push(`<p><b>${html(category)}</b></p>`, '<ul>');
     for (const p of members) {
       // describeAllowed names the unit itself.
-      const facts = [String(p.address), p.direction === 'write' ? describeAllowed(p) : p.unit].filter(Boolean).join(' · ');
+      // A model read point lists the addresses it is read at.
+      const address = 'address' in p ? String(p.address) : servingAddresses(p).join(' / ');
+      const facts = [address, p.direction === 'write' ? describeAllowed(p) : p.unit].filter(Boolean).join(' · ');
       const values = p.direction === 'read' && p.enum ? ` (${enumText(p.enum)})` : '';
       lines.push(`    <li><code>${html(p.name)}</code> ${html(facts)}: ${html(p.label)}${html(values)}</li>`);
     }

@@ -49,7 +49,9 @@ const STATE_OF_CHARGE = /Soc$/;
  * packed times, numbers without a unit). Settings (points another write point changes) get no state class: they
  * are not measurements worth long-term statistics.
  */
-export function homeAssistantSensor(point: ReadPoint): HomeAssistantSensor | undefined {
+export function homeAssistantSensor(
+  point: Pick<ReadPoint, 'name' | 'type' | 'format' | 'enum' | 'unit' | 'writtenBy'>,
+): HomeAssistantSensor | undefined {
   if (point.type === 'string' || point.format) return undefined;
   if (point.enum) return { device_class: 'enum', options: point.enum.map((option) => option.label) };
   const unit = point.unit?.trim();

@@ -10,9 +10,9 @@ import {
   READ_POINTS,
   REAL_TIME,
   WRITE_POINTS,
-  modelAcceptsWrite,
-  modelServes,
+  acceptedBy,
   pointByName,
+  servedBy,
   validateWrite,
   validateWriteValue,
   writePointByAddress,
@@ -39,7 +39,7 @@ export function defaultUnsupportedAddresses(): number[] {
 
 /** Read addresses a model class serves: the sources' list for the 1600 class, every other specification point for the 2000 class. */
 export function modelAddresses(model: ModelClass): number[] {
-  return READ_POINTS.filter((p) => modelServes(model, p)).map((p) => p.address);
+  return READ_POINTS.filter((p) => servedBy(p, model)).map((p) => p.address);
 }
 
 /** Rated capacity by model class: the 1600 class's from the Home Assistant gen_1 fixture. */
@@ -306,9 +306,9 @@ export class DeviceModel implements HouseUnit {
     return true;
   }
 
-  /** The 1600 class lists only the mode and real-time points, with its own power range (maker's BK1600 tab). */
+  /** What the model class takes (the catalogue's write point models), within its own power range (maker's BK1600 tab). */
   private modelAccepts(point: WritePoint, values: number[]): boolean {
-    if (!modelAcceptsWrite(this.modelClass, point)) return false;
+    if (!acceptedBy(point, this.modelClass)) return false;
     if (this.modelClass !== '1600') return true;
     const state = point.address === REAL_TIME.stateAddress ? values[0] : this.controlSettings.state;
     const power = point.address === REAL_TIME.stateAddress ? values[1] : point.address === REAL_TIME.powerAddress ? values[0] : undefined;

@@ -33,6 +33,8 @@ export interface SimulatorStats {
   udpQueries: number;
   /** Requests answered 503 as too early (rejectEarly). */
   rejectedEarly: number;
+  /** Writes the device refused for their values or its model class: "address [values]". */
+  refusedWrites: string[];
   /** Smallest time between two arrivals, ms (undefined before the second request). */
   minGapMs?: number;
 }
@@ -63,7 +65,16 @@ interface Answer {
 }
 
 export function emptyStats(): SimulatorStats {
-  return { requests: 0, byOperation: {}, violations: [], maxAddressesPerRead: 0, protocolErrors: [], udpQueries: 0, rejectedEarly: 0 };
+  return {
+    requests: 0,
+    byOperation: {},
+    violations: [],
+    maxAddressesPerRead: 0,
+    protocolErrors: [],
+    udpQueries: 0,
+    rejectedEarly: 0,
+    refusedWrites: [],
+  };
 }
 
 export class SimulatorHttp {
@@ -404,7 +415,9 @@ export class SimulatorHttp {
 
   private setData(params: Record<string, unknown>): Answer {
     if (this.takeResultFalse()) return { status: 200, body: { result: false } };
-    return { status: 200, body: { result: this.model.setData(params) } };
+    const result = this.model.setData(params);
+    if (!result) push(this.record.refusedWrites, `${JSON.stringify(params.t)} ${JSON.stringify(params.v)}`);
+    return { status: 200, body: { result } };
   }
 }
 
