@@ -10,8 +10,8 @@ import { groupDevices, zeroFeedInSettings, type ZeroFeedInSettings } from '../sr
 import type { Decision } from '../src/control/regulator';
 import { ZeroFeedInController } from '../src/control/zero-feed-in';
 import { GroupPlant } from '../src/control/group-plant';
+import { groupLimits } from '../src/points/catalogue';
 import {
-  groupLimits,
   unitNames,
   zeroFeedInInput,
   zeroFeedInMessage,

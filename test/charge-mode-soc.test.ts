@@ -12,7 +12,7 @@ import { ZeroFeedInController } from '../src/control/zero-feed-in';
 import { CHARGE_RESUME_PCT } from '../src/control/modes';
 import type { Decision } from '../src/control/regulator';
 import { deviceLimits, zeroFeedInSettings } from '../src/editor/inputs';
-import { groupLimits } from '../src/flow/zero-feed-in';
+import { groupLimits } from '../src/points/catalogue';
 import { pointByName } from '../src/points/catalogue';
 import { SharedHouse, type DeviceSimulator, type SimulatorOptions } from '../src/simulator';
 import { PASSWORD, deviceConfig, helper, startUnits } from './support';

@@ -16,7 +16,7 @@ import type { BatteryPlant, PlantOutcome, PlantReading, ReadOptions, SendOptions
 import { CONTROL_DEFAULTS, controlValues, parseControl, type ControlOptions } from '../src/control/control';
 import type { RegulatorSettings } from '../src/control/regulator';
 import { zeroFeedInSettings } from '../src/editor/inputs';
-import { groupLimits } from '../src/flow/zero-feed-in';
+import { groupLimits } from '../src/points/catalogue';
 import { MODEL_CLASSES, REAL_TIME, type PowerLimits } from '../src/points/catalogue';
 import { DeviceSimulator, SharedHouse, type HouseScenario } from '../src/simulator';
 import type { ModelClass } from '../src/points/catalogue';

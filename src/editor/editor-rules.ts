@@ -4,7 +4,7 @@
  * GET /localbattery/rules.js serves beside the catalogue; resources/editor-catalogue.js loads it as
  * `localBatteryCatalogue.rules`. Every check answers null when the runtime takes the value, else the runtime's message.
  */
-import { POWER_LIMIT, describeAllowed, resolveWritePoint, validateWrite, type PowerLimits } from '../points/catalogue';
+import { POWER_LIMIT, describeAllowed, groupLimits, resolveWritePoint, validateWrite, type PowerLimits } from '../points/catalogue';
 import { checkControlSettings, controlNumbers, type ControlSettingName, type ControlSettingsInput } from '../control/control';
 import { ValidationError } from '../errors';
 import {
@@ -20,7 +20,6 @@ import {
   type ZeroFeedInInput,
 } from './inputs';
 import { decimalNumber } from '../numbers';
-import { groupLimits } from '../flow/zero-feed-in';
 import { checkPassword } from '../device/rules';
 
 export { decimalNumber };

@@ -4,7 +4,6 @@
  * message it sends, and the loop's state into a short status.
  */
 import { ValidationError } from '../errors';
-import type { PowerLimits } from '../points/catalogue';
 import { gridReading, type Decision } from '../control/regulator';
 import type { ZeroFeedInController } from '../control/zero-feed-in';
 import type { MeterFault } from '../control/meter-check';
@@ -141,12 +140,6 @@ function loopStatus(
   if (leftOut.length > 0) text += ` · ${t('status.leftOut', { devices: leftOut.join(', ') })}`;
   if (extra) text += ` · ${extra}`;
   return { fill: short !== undefined ? 'yellow' : regulator.inFlight ? 'blue' : 'green', shape: 'dot', text };
-}
-
-/** A group's maximum powers are within the sums of its units' limits. */
-export function groupLimits(units: readonly { limits: PowerLimits }[]): PowerLimits {
-  const sum = (key: 'chargeLimit' | 'dischargeLimit') => units.reduce((total, u) => total + u.limits[key], 0);
-  return { chargeLimit: sum('chargeLimit'), dischargeLimit: sum('dischargeLimit') };
 }
 
 /** Units' names in messages and the status: as given, numbered where two are alike. */

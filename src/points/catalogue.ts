@@ -94,6 +94,12 @@ export interface PowerLimits {
   dischargeLimit: number;
 }
 
+/** A group's maximum powers are within the sums of its units' limits. */
+export function groupLimits(units: readonly { limits: PowerLimits }[]): PowerLimits {
+  const sum = (key: 'chargeLimit' | 'dischargeLimit') => units.reduce((total, u) => total + u.limits[key], 0);
+  return { chargeLimit: sum('chargeLimit'), dischargeLimit: sum('dischargeLimit') };
+}
+
 export type WriteLimits = Partial<PowerLimits>;
 
 /**
