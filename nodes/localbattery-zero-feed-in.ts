@@ -41,7 +41,9 @@ interface ZeroFeedInDef extends NodeDef {
   onStop: string;
   mode: string;
   chargeModePower: string | number;
-  chargeModeSoc: string | number;
+  chargeModeSoc?: string | number;
+  /** Missing in flows from before it: the default. */
+  leash?: string | number;
 }
 
 type Done = (error?: Error) => void;
@@ -130,6 +132,7 @@ export = function (RED: NodeAPI) {
         warnOnce((error as Error)?.message ?? String(error));
       },
       implausibleBattery: (power) => node.warn(t('errors.implausibleBattery', { power })),
+      warning: (kind, values) => node.warn(t(`errors.${kind}`, values)),
     });
 
     /** A unit's failure: the group goes on without it; named. */

@@ -186,6 +186,13 @@ export const VERDICTS: Verdict[] = [
   { type: 'localbattery-zero-feed-in', field: 'chargeModePower', value: '800.5', valid: false },
   { type: 'localbattery-zero-feed-in', field: 'chargeModeSoc', value: '80', valid: true },
   { type: 'localbattery-zero-feed-in', field: 'chargeModeSoc', value: '101', valid: false },
+  // Empty: Charge to. The leash: whole SOC points from 1 (0 would let no command move the battery).
+  { type: 'localbattery-zero-feed-in', field: 'chargeModeSoc', value: '', valid: true },
+  { type: 'localbattery-zero-feed-in', field: 'leash', value: '', valid: true },
+  { type: 'localbattery-zero-feed-in', field: 'leash', value: '3', valid: true },
+  { type: 'localbattery-zero-feed-in', field: 'leash', value: '0', valid: false },
+  { type: 'localbattery-zero-feed-in', field: 'leash', value: '2.5', valid: false },
+  { type: 'localbattery-zero-feed-in', field: 'leash', value: '101', valid: false },
   { type: 'localbattery-zero-feed-in', field: 'meterTimeout', value: '${METER_TIMEOUT}', env: '10', valid: true },
   // New passwords: 1 to 16 bytes.
   { type: 'localbattery-password', field: 'password', value: 'x', valid: true, credential: true },

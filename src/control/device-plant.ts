@@ -4,15 +4,25 @@
  * device (DevicePlant, here: a session, its RealTimeController and the shared queue) or several behind one meter
  * (GroupPlant, src/control/group-plant.ts). The controller's regulator steers the plant's total either way.
  */
-import { REAL_TIME, pointByName, writePointByAddress, type PowerLimits } from '../points/catalogue';
+import { REAL_TIME, WORKING_MODE_READ_ADDRESS, pointByName, writePointByAddress, type PowerLimits } from '../points/catalogue';
 import type { ClientSession } from '../device/client';
-import { CONTROL_DEFAULTS, RealTimeController, STATE_CODES, parseControl, type ControlCommand, type ControllerSettings } from './control';
+import {
+  CONTROL_DEFAULTS,
+  CONTROL_LIMITS,
+  RealTimeController,
+  STATE_CODES,
+  parseControl,
+  type ControlCommand,
+  type ControllerSettings,
+} from './control';
 import { gridReading, type RegulatorSettings } from './regulator';
 
 /** A setpoint's outcome: superseded by a newer one, or the signed watts (6000's sign) now in force. */
 export interface PlantOutcome {
   superseded: boolean;
   watts: number;
+  /** The device had left real-time control since the plant's last command (refused it): switched back for this one. */
+  modeRestored?: boolean;
 }
 
 /** One read of the plant: battery power (W, positive discharging), SOC (%) and the device's meter, where read. */
@@ -20,6 +30,10 @@ export interface PlantReading {
   battery?: number;
   soc?: number;
   meter?: number;
+  /** The discharge floor in force (%): Discharge to, or above it the device's backup SOC + BACKUP_MARGIN. */
+  dischargeSoc?: number;
+  /** What the battery may still move by itself under the leash (Wh), where its capacity is known. */
+  leashWh?: number;
 }
 
 /** Another writer's last change (when): it handed back (a working mode other than real-time), or the setpoint now. */
@@ -39,6 +53,8 @@ export interface SendOptions {
   soc?: number;
   /** An overdrive's setpoint: the one it heads to (a group stages its units by that, not by the pulse). */
   steady?: number;
+  /** Sent even where the device acknowledged the same command lately (it dropped it since). */
+  force?: boolean;
 }
 
 export interface ReadOptions {
@@ -63,6 +79,13 @@ export interface BatteryPlant {
   gridCharging(on: boolean): Promise<void>;
   /** A change by another writer in this process after `since` (performance.now()), if any. */
   othersWrote(since: number): OthersWrite | undefined;
+  /** Whether the command in force would carry another SOC field now (the leash moves with the SOC). */
+  leashMoved?(): boolean;
+  /**
+   * Whether the device still holds the plant's last command: false where it dropped it (a working mode other than
+   * real-time control, or a read-back of another command); undefined where nothing tells (no read-back points).
+   */
+  holdsCommand?(): Promise<boolean | undefined>;
   /** Stops the plant's own timers (the controller closes; a hand-back may still follow). */
   close?(): void;
   /** Its battery's power at `at` (ms) where it knows it better than the regulator's models (a group), else undefined. */
@@ -81,6 +104,20 @@ const METER = address('meterPower');
 const METER_1600 = address('meterPower1600');
 const BATTERY = address('batteryPower');
 const SOC = address('batterySoc');
+const BACKUP_SOC = address('backupSoc');
+const RATED_CAPACITY = address('ratedCapacity');
+const STATE_READ_BACK = address('controlStateReadback');
+const READ_BACK = [STATE_READ_BACK, address('controlSocReadback'), address('controlPowerReadback')];
+/**
+ * The device recharges itself below its backup SOC less this and discharges again above it plus this (field notes): a
+ * discharge floor under backup + this fights the device.
+ */
+export const BACKUP_MARGIN = 2;
+/**
+ * A SOC known for longer than this (ms) is read again before a command's SOC field is taken from it: a little more
+ * than the controller's reads of 6000 and 6002 while it does not steer (30 s).
+ */
+const SOC_FRESH_MS = 35000;
 const SELF_CONSUMPTION = 1;
 const GRID_CHARGING = address('gridCharging');
 const GRID_CHARGING_SETTING = address('gridChargingSetting');
@@ -98,10 +135,15 @@ export class DevicePlant implements BatteryPlant {
   private readonly controlOptions: ControllerSettings;
   /** What 1143 goes back to when the charge mode ends, where it switched grid charging on. */
   private gridChargingRestore: number | undefined;
+  /** The device's backup SOC (6105) and rated capacity (142), as last read. */
+  private backupSoc: number | undefined;
+  private capacityWh: number | undefined;
+  /** The command this plant's last setpoint gave the device; `leashed`: its SOC field is the leash's. */
+  private inForce: { watts: number; code: number; soc: number; leashed: boolean } | undefined;
 
   constructor(
     readonly session: ClientSession,
-    settings: Pick<RegulatorSettings, 'minPower' | 'chargeSoc' | 'dischargeSoc'>,
+    private readonly settings: Pick<RegulatorSettings, 'minPower' | 'chargeSoc' | 'dischargeSoc' | 'leash'>,
   ) {
     this.controlOptions = {
       power: settings.minPower,
@@ -130,22 +172,90 @@ export class DevicePlant implements BatteryPlant {
   }
 
   async apply(watts: number, options: SendOptions): Promise<PlantOutcome> {
-    const command = parseControl(options.soc === undefined ? watts : { power: watts, soc: options.soc }, this.controlOptions);
-    const outcome = await this.controller.apply(command, false, undefined, options);
-    return { superseded: outcome.status === 'superseded', watts: signedPower(command) };
+    const leashed = options.soc === undefined && this.settings.leash !== undefined && Math.abs(watts) >= CONTROL_LIMITS.power.min;
+    const socNow = leashed ? await this.socNow() : undefined;
+    const soc = options.soc ?? (socNow === undefined ? undefined : this.leashSoc(watts, socNow));
+    const command = parseControl(soc === undefined ? watts : { power: watts, soc }, this.controlOptions);
+    const outcome = await this.controller.apply(command, options.force === true, undefined, options);
+    const superseded = outcome.status === 'superseded';
+    const modeRestored = outcome.modeChanged && this.inForce !== undefined;
+    if (!superseded) this.inForce = { watts: signedPower(command), code: command.code, soc: command.soc, leashed: socNow !== undefined };
+    return { superseded, watts: signedPower(command), modeRestored };
+  }
+
+  /**
+   * The discharge floor: Discharge to, raised to the device's backup SOC + BACKUP_MARGIN where that is higher (under it
+   * the device recharges itself against the discharge).
+   */
+  get dischargeSoc(): number {
+    const backup = this.backupSoc;
+    const { dischargeSoc } = this.settings;
+    return backup === undefined ? dischargeSoc : Math.max(dischargeSoc, Math.min(CONTROL_LIMITS.soc.max, backup + BACKUP_MARGIN));
+  }
+
+  /**
+   * A command's SOC field under the leash: a discharge stops `leash` points under the SOC now (not under the floor), a
+   * charge `leash` over it (not over Charge to); within what 47017 takes.
+   */
+  private leashSoc(watts: number, soc: number): number {
+    const leash = this.settings.leash ?? 0;
+    const field =
+      watts > 0 ? Math.max(this.dischargeSoc, Math.round(soc - leash)) : Math.min(this.settings.chargeSoc, Math.round(soc + leash));
+    return Math.min(CONTROL_LIMITS.soc.max, Math.max(CONTROL_LIMITS.soc.min, field));
+  }
+
+  /** The SOC as the device reports it: known within SOC_FRESH_MS, else read again; undefined where the read fails. */
+  private async socNow(): Promise<number | undefined> {
+    const known = this.session.knownValue(SOC, SOC_FRESH_MS)?.value;
+    if (typeof known === 'number') return known;
+    const read = await this.session.read([SOC]).then(
+      ({ values }) => values.get(SOC),
+      () => undefined,
+    );
+    return typeof read === 'number' ? read : undefined;
+  }
+
+  leashMoved(): boolean {
+    const inForce = this.inForce;
+    if (!inForce?.leashed || inForce.watts === 0) return false;
+    const soc = this.session.knownValue(SOC, SOC_FRESH_MS)?.value;
+    return typeof soc === 'number' && this.leashSoc(inForce.watts, soc) !== inForce.soc;
+  }
+
+  async holdsCommand(): Promise<boolean | undefined> {
+    const inForce = this.inForce;
+    const { values } = await this.session.read([WORKING_MODE_READ_ADDRESS, ...READ_BACK]);
+    const mode = values.get(WORKING_MODE_READ_ADDRESS);
+    if (mode !== undefined && Number(mode) !== REAL_TIME.mode) return false;
+    const state = values.get(STATE_READ_BACK);
+    if (state === undefined || !inForce) return undefined;
+    // The maker's table gives 0 to 2, a 1600-class device reported 1000 for standby.
+    return Number(state) % 1000 === inForce.code;
   }
 
   async read(withMeter: boolean, options: ReadOptions = {}): Promise<PlantReading> {
-    const { values } = await this.session.read(withMeter ? [METER, METER_1600, BATTERY, SOC] : [BATTERY, SOC], options);
+    const own = [BATTERY, SOC, BACKUP_SOC, RATED_CAPACITY];
+    const { values } = await this.session.read(withMeter ? [METER, METER_1600, ...own] : own, options);
     const number = (a: number) => (typeof values.get(a) === 'number' ? (values.get(a) as number) : undefined);
+    const backup = number(BACKUP_SOC);
+    if (backup !== undefined) this.backupSoc = backup;
+    // Commands without a SOC of their own (standby, no leash) stop at the floor.
+    this.controlOptions.dischargeSoc = this.dischargeSoc;
+    const kwh = number(RATED_CAPACITY);
+    if (kwh !== undefined && kwh > 0) this.capacityWh = kwh * 1000;
+    const { leash } = this.settings;
     return {
       battery: number(BATTERY),
       soc: number(SOC),
       meter: withMeter ? gridReading(values.get(METER) ?? values.get(METER_1600)) : undefined,
+      dischargeSoc: this.dischargeSoc,
+      leashWh: this.capacityWh === undefined || leash === undefined ? undefined : (this.capacityWh * leash) / 100,
     };
   }
 
   async selfConsumption(): Promise<void> {
+    // Out of real-time control by this plant's own hand: no command of it stands.
+    this.inForce = undefined;
     await this.session.write(REAL_TIME.modeAddress, SELF_CONSUMPTION);
   }
 

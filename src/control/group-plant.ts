@@ -84,6 +84,10 @@ interface Unit {
   /** The read before `delivered`: with it, where the unit's power is heading. */
   before?: { watts: number; at: number };
   soc?: number;
+  /** Its discharge floor as its plant last read it (its own backup SOC). */
+  dischargeSoc?: number;
+  /** What it may still move by itself under the leash (Wh), as last read. */
+  leashWh?: number;
   health?: UnitHealth;
   /** Its last request failed: out of the split until one succeeds (left out only after several). */
   failing?: boolean;
@@ -212,7 +216,7 @@ export class GroupPlant implements BatteryPlant {
 
   constructor(
     members: readonly GroupMember[],
-    private readonly settings: Pick<RegulatorSettings, 'minPower' | 'chargeSoc' | 'dischargeSoc'>,
+    private readonly settings: Pick<RegulatorSettings, 'minPower' | 'chargeSoc' | 'dischargeSoc' | 'leash'>,
     private readonly options: GroupPlantOptions = {},
   ) {
     if (members.length === 0) throw new RangeError('a group needs at least one device');
@@ -298,7 +302,13 @@ export class GroupPlant implements BatteryPlant {
       return !(isLeftOut(u.health, now) && (u.setpointW === 0 || u.health?.reason === 'unreachable'));
     });
     const outcomes = steered.map((u) =>
-      this.send(u, split.setpoints[this.units.indexOf(u)]!, { urgent: options.urgent, soc: options.soc, onStart }, handOver, grows),
+      this.send(
+        u,
+        split.setpoints[this.units.indexOf(u)]!,
+        { urgent: options.urgent, soc: options.soc, force: options.force, onStart },
+        handOver,
+        grows,
+      ),
     );
     // A failing unit's request (out of the split and of the sum) is not waited for while another unit is steered: it
     // waits for the failing unit's slot, and the regulator's setpoint was in flight for 2.5 s after a switch-off.
@@ -565,6 +575,8 @@ export class GroupPlant implements BatteryPlant {
         const { reading } = result;
         if (i === 0) meter = reading.meter;
         if (reading.soc !== undefined) u.soc = reading.soc;
+        u.dischargeSoc = reading.dischargeSoc ?? u.dischargeSoc;
+        u.leashWh = reading.leashWh ?? u.leashWh;
         if (reading.battery !== undefined) this.delivered(u, reading.battery, left[i] ?? now);
         this.observe(u, true, reading.battery);
       }
@@ -579,7 +591,31 @@ export class GroupPlant implements BatteryPlant {
     });
     if (results.every((r) => 'error' in r)) throw (results[0] as { error: unknown }).error;
     this.rebalance(now);
-    return { battery, soc: capacityWh > 0 ? socWh / capacityWh : undefined, meter };
+    const steered = this.units.filter((u) => !isOut(u, now));
+    const floors = steered.map((u) => u.dischargeSoc).filter((floor) => floor !== undefined);
+    const leashes = steered.map((u) => u.leashWh);
+    return {
+      battery,
+      soc: capacityWh > 0 ? socWh / capacityWh : undefined,
+      meter,
+      // The regulator discharges while any unit may (each stops at its own floor by the split).
+      dischargeSoc: floors.length > 0 ? Math.min(...floors) : undefined,
+      leashWh: leashes.every((wh) => wh !== undefined) ? leashes.reduce((sum, wh) => sum + wh, 0) : undefined,
+    };
+  }
+
+  leashMoved(): boolean {
+    const now = this.now();
+    return this.units.some((u) => !isOut(u, now) && u.plant.leashMoved?.() === true);
+  }
+
+  /** Whether every unit steered still holds its command (see BatteryPlant); false where one dropped it. */
+  async holdsCommand(): Promise<boolean | undefined> {
+    const now = this.now();
+    const holds = await Promise.all(
+      this.units.filter((u) => !isOut(u, now)).map((u) => (u.plant.holdsCommand?.() ?? Promise.resolve(undefined)).catch(() => undefined)),
+    );
+    return holds.includes(false) ? false : holds.every((held) => held === true) ? true : undefined;
   }
 
   /**
@@ -708,7 +744,7 @@ export class GroupPlant implements BatteryPlant {
         // Not read yet: in the middle, so that it neither leads nor is shut out.
         soc: u.soc ?? (chargeSoc + dischargeSoc) / 2,
         chargeSoc,
-        dischargeSoc,
+        dischargeSoc: u.dischargeSoc ?? dischargeSoc,
         leftOut: isOut(u, now),
         // A unit being sent a setpoint stages as that one: a unit handed over and not yet answering counted as
         // active and kept a third unit in (and the one handed over) at a total one unit carries.

@@ -80,6 +80,11 @@ export interface RegulatorSettings {
   gridCharge: boolean;
   /** The device's smallest power; a smaller setpoint is standby. */
   minPower: number;
+  /**
+   * SOC points (% of capacity) each real-time command lets the battery go past the SOC now by itself, within chargeSoc
+   * and dischargeSoc: the device stops there if its sender is gone (it has no watchdog). Undefined: to those SOCs.
+   */
+  leash?: number;
   /** The fastest and the slowest plant the regulator must be right for. */
   fast: PlantBound;
   slow: PlantBound;
@@ -380,6 +385,25 @@ export class Regulator {
    */
   setMaxDischarge(maxDischarge: number): void {
     this.current = { ...this.current, maxDischarge };
+  }
+
+  /**
+   * The discharge floor (%) where the device's own backup SOC raises it: the state stays the acknowledged setpoint
+   * within it. The settings given to the constructor stay as they were.
+   */
+  setDischargeSoc(dischargeSoc: number): void {
+    this.current = { ...this.current, dischargeSoc };
+  }
+
+  /**
+   * The setpoint in force again, as one in flight (its command's SOC field moved with the SOC, or the device dropped
+   * it); undefined while another is in flight, a pulse runs, or none is in force.
+   */
+  renew(now: number): number | undefined {
+    const value = this.acknowledged;
+    if (value === undefined || this.moving) return undefined;
+    this.pending = { value, decidedAt: now, steady: value === this.stands };
+    return value;
   }
 
   /** Turns the loop on or off; off, readings are ignored (the caller hands back as configured, see exit()). */

@@ -49,6 +49,11 @@ export interface ZeroFeedInHost {
   failure(error: unknown): void;
   /** A battery power given with a reading that the battery cannot be giving (said once). */
   implausibleBattery(power: number): void;
+  /**
+   * Said once each: 'backupFloor': the device's backup SOC raised Discharge to (values: floor, dischargeSoc);
+   * 'commandDropped': the device dropped its command (a restart, a reconnect) and was steered again (values: setpoint).
+   */
+  warning?(kind: 'backupFloor' | 'commandDropped', values: Record<string, number>): void;
 }
 
 /** With the meter from messages, battery power and SOC are read this often (one request, shared with the others)... */
@@ -106,6 +111,15 @@ export class ZeroFeedInController {
   private gridChargingAfter = false;
   /** Grid charging's writes, one after another; a close waits for them. */
   private settingWork: Promise<void> = Promise.resolve();
+  /** What the battery may still move by itself under the leash (Wh), as last read. */
+  private leashWhNow: number | undefined;
+  private warnedFloor = false;
+  private warnedDropped = false;
+  /** A check whether the device still holds its command is under way; when the last began (see checkCommand()). */
+  private checking = false;
+  private checkedAt = -Infinity;
+  /** The setpoint last sent again where nothing told whether the device had dropped it: once is enough. */
+  private resentBlind: number | undefined;
 
   /** `steered`: one device's session, or a plant (a group of devices, src/control/group-plant.ts). */
   constructor(
@@ -140,6 +154,11 @@ export class ZeroFeedInController {
   /** The battery mode in force (src/control/modes.ts). */
   get mode(): BatteryMode {
     return this.modeNow;
+  }
+
+  /** What the battery may still move by itself if this controller stopped now (Wh; the leash); undefined when not known. */
+  get leashWh(): number | undefined {
+    return this.regulator.setpoint && regulated(this.modeNow) ? this.leashWhNow : undefined;
   }
 
   /** Starts the reads and the clock. */
@@ -380,13 +399,14 @@ export class ZeroFeedInController {
    * Sends a setpoint (W, signed); the regulator learns when it left and whether the device acknowledged it, and an
    * overdrive's next setpoint follows at once, ahead of waiting reads (`urgent`). Never rejects.
    */
-  private async send(watts: number, urgent = false, soc?: number, steady?: number): Promise<boolean> {
+  private async send(watts: number, urgent = false, soc?: number, steady?: number, force = false): Promise<boolean> {
     const regulator = this.regulator;
     this.yieldRead();
     try {
-      const outcome = await this.plant.apply(watts, { urgent, soc, steady, onStart: () => regulator.started(this.now()) });
+      const outcome = await this.plant.apply(watts, { urgent, soc, steady, force, onStart: () => regulator.started(this.now()) });
       if (outcome.superseded) regulator.failed(true);
       else regulator.acknowledge(outcome.watts, this.now());
+      if (outcome.modeRestored) this.warnDropped(outcome.watts);
       this.ownWriteAt = this.now();
       if (!this.closed) this.host.changed();
     } catch (error) {
@@ -456,17 +476,81 @@ export class ZeroFeedInController {
   private async readDevice(withMeter: boolean, options: { signal?: AbortSignal; onStart?: () => void } = {}): Promise<void> {
     const asked = this.now();
     try {
-      const { battery, soc, meter } = await this.plant.read(withMeter, options);
+      const { battery, soc, meter, dischargeSoc, leashWh } = await this.plant.read(withMeter, options);
       if (soc !== undefined) this.regulator.observeSoc(soc, this.now());
+      this.followFloor(dischargeSoc);
+      this.leashWhNow = leashWh ?? this.leashWhNow;
       // In charge, the SOC decides when it stops (with the device's meter, the reading below looks).
       if (!withMeter && !regulated(this.modeNow) && this.regulator.enabled && !this.handing && !this.closed)
         this.steerFixed(undefined, false);
       // The meter may be up to its refresh older than 6000: the battery counts as a read-back, the models bridge the age.
       if (battery !== undefined) this.regulator.observeBattery(battery, this.now(), asked);
+      if (this.steers) {
+        this.checkCommand();
+        this.renewLeash();
+      }
       if (withMeter && meter !== undefined) this.take(meter);
     } catch (error) {
       if (!options.signal?.aborted) this.failure(error);
     }
+  }
+
+  /** The regulator steers the battery now (normal or hold, on, no hand-back under way). */
+  private get steers(): boolean {
+    return !this.closed && !this.handing && this.regulator.enabled && regulated(this.modeNow) && this.regulator.steering;
+  }
+
+  /** The discharge floor the plant read (the device's backup SOC) is the regulator's; said once where it raises Discharge to. */
+  private followFloor(floor: number | undefined): void {
+    if (floor === undefined || floor === this.regulator.settings.dischargeSoc) return;
+    this.regulator.setDischargeSoc(floor);
+    const dischargeSoc = this.config.regulator.dischargeSoc;
+    if (floor <= dischargeSoc || this.warnedFloor) return;
+    this.warnedFloor = true;
+    this.host.warning?.('backupFloor', { floor, dischargeSoc });
+  }
+
+  private warnDropped(setpoint: number): void {
+    if (this.warnedDropped || this.closed) return;
+    this.warnedDropped = true;
+    this.host.warning?.('commandDropped', { setpoint });
+  }
+
+  /** The SOC moved the leash of the command in force: the setpoint goes again, with its new SOC field. */
+  private renewLeash(): void {
+    if (!this.plant.leashMoved?.()) return;
+    const value = this.regulator.renew(this.now());
+    if (value !== undefined) void this.send(value);
+  }
+
+  /**
+   * A battery far short of its setpoint after the ramp (the regulator's shortfall) may have dropped its command (a
+   * restart or a reconnect: working mode 1, or standby). Once per setpoint acknowledged, the working mode and the
+   * command's read-back are read; where the device dropped it, the setpoint goes again (the mode first), said once.
+   * Where nothing tells (no read-back, mode 4), it goes again once where the battery rests. A derated battery that holds
+   * it falls short on. A
+   * setpoint in flight meanwhile goes with the mode switch itself (the read of 7101 told the device state).
+   */
+  private checkCommand(): void {
+    const holdsCommand = this.plant.holdsCommand?.bind(this.plant);
+    if (!holdsCommand || this.checking || this.regulator.shortfall === undefined) return;
+    if (this.checkedAt >= this.ownWriteAt) return;
+    this.checking = true;
+    this.checkedAt = this.now();
+    void holdsCommand()
+      .then((holds) => {
+        const { setpoint, shortfall } = this.regulator;
+        // Nothing tells: only a battery at rest (standby) looks dropped; a derated one still gives some power.
+        const resting = Math.abs(shortfall ?? 0) < this.config.regulator.minPower;
+        if (holds === true || !this.steers || (holds === undefined && (this.resentBlind === setpoint || !resting))) return;
+        const value = this.regulator.renew(this.now());
+        if (value === undefined) return;
+        this.resentBlind = holds === undefined ? value : undefined;
+        if (holds === false) this.warnDropped(value);
+        return this.send(value, true, undefined, undefined, true);
+      })
+      .catch((error: unknown) => this.failure(error))
+      .finally(() => (this.checking = false));
   }
 
   /**

@@ -273,9 +273,10 @@ export const REGULATOR_DEFAULTS = {
   gridCharge: false,
   meterSends: 'always' as MeterSends,
   mode: 'normal' as BatteryMode,
-  /** The charge mode's power (W, within the device's charge limit) and SOC (%). */
+  /** The charge mode's power (W, within the device's charge limit); its SOC is Charge to unless set. */
   chargeModePower: CONTROL_DEFAULTS.power,
-  chargeModeSoc: 100,
+  /** SOC points each real-time command lets the battery go past the SOC now by itself (RegulatorSettings.leash). */
+  leash: 2,
 } as const;
 
 /** Bounds of the zero feed-in node's number settings (the power and SOC ones come from the control write's points). */
@@ -284,6 +285,8 @@ export const ZERO_FEED_IN_RULES = {
   deadBand: { min: 0, max: 1000, unit: 'W' },
   meterInterval: { min: 1, max: 3600, unit: 'seconds' },
   meterTimeout: { min: 1, max: 3600, unit: 'seconds' },
+  // 0 would let no command move the battery; 100 is the old way (to Charge to / Discharge to).
+  leash: { min: 1, max: 100, integer: true, unit: '% of capacity' },
 } as const satisfies Record<string, NumberRule>;
 
 /** A zero feed-in node's settings as Node-RED stores them (text or numbers; empty is the default). */
@@ -304,6 +307,7 @@ export interface ZeroFeedInInput {
   mode?: unknown;
   chargeModePower?: unknown;
   chargeModeSoc?: unknown;
+  leash?: unknown;
 }
 
 export type ZeroFeedInSettings = ZeroFeedInConfig;
@@ -336,6 +340,7 @@ export function zeroFeedInSettings(input: ZeroFeedInInput, limits: PowerLimits):
     onTimeout: choice(input.onTimeout, d.onTimeout, 'on time-out', ON_TIMEOUT),
     gridCharge: input.gridCharge === true || input.gridCharge === 'true',
     minPower: power.min,
+    leash: number(input.leash, d.leash, 'leash', z.leash),
     ...PLANT_BOUNDS,
   };
   const meterIntervalMs = number(input.meterInterval, d.meterIntervalS, 'meter interval', z.meterInterval) * 1000;
@@ -362,7 +367,7 @@ export function zeroFeedInSettings(input: ZeroFeedInInput, limits: PowerLimits):
         integer: true,
         unit: 'W',
       }),
-      soc: number(input.chargeModeSoc, d.chargeModeSoc, 'charge mode SOC', socRule),
+      soc: number(input.chargeModeSoc, regulator.chargeSoc, 'charge mode SOC', socRule),
     },
   };
 }

@@ -127,6 +127,8 @@ function loopStatus(
   }
   const short = regulator.shortfall;
   if (short !== undefined) text += t('status.short', { power: short });
+  const leashWh = zero.leashWh;
+  if (leashWh !== undefined) text += t('status.leash', { wh: Math.round(leashWh) });
   if (leftOut.length > 0) text += ` · ${t('status.leftOut', { devices: leftOut.join(', ') })}`;
   if (extra) text += ` · ${extra}`;
   return { fill: short !== undefined ? 'yellow' : regulator.inFlight ? 'blue' : 'green', shape: 'dot', text };

@@ -245,6 +245,13 @@ export class DeviceModel implements HouseUnit {
     this.settingsByName.set('workingMode', validateWriteValue(point, mode, 'workingMode'));
   }
 
+  /** A restart's loss of the real-time command: self-consumption (mode 1), or standby in real-time control. */
+  dropCommand(to: 'self-consumption' | 'standby'): void {
+    if (to === 'self-consumption') this.changeWorkingMode(1);
+    else this.controlSettings = this.standbyControl();
+    this.house.step(0);
+  }
+
   get backupSoc(): number {
     return this.settingsByName.get('backupSoc')!;
   }

@@ -296,6 +296,15 @@ export class DeviceSimulator {
     this.device.changeWorkingMode(mode);
   }
 
+  /**
+   * The device restarts or reconnects mid-run and drops its real-time command: back in self-consumption (working mode
+   * 1), or still in real-time control but in standby. No request of the client's shows it.
+   */
+  restart(to: 'self-consumption' | 'standby'): void {
+    this.device.advance();
+    this.device.dropCommand(to);
+  }
+
   /** Reported SOC (integer %). */
   get soc(): number {
     this.device.advance();
