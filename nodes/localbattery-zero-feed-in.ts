@@ -16,6 +16,7 @@ import {
   zeroFeedInInput,
   zeroFeedInMessage,
   zeroFeedInStatus,
+  METER_FAULT_KEYS,
   type ZeroFeedInInput,
 } from '../src/flow/zero-feed-in';
 import { deviceOf, errorStatus, keepErrorCodes, type DeviceConfigNode } from './shared';
@@ -29,6 +30,8 @@ interface ZeroFeedInDef extends NodeDef {
   meterSource: string;
   meterInterval: string | number;
   meterSends: string;
+  meterSign?: string;
+  meterUnit?: string;
   target: string | number;
   deadBand: string | number;
   maxCharge: string | number;
@@ -133,6 +136,9 @@ export = function (RED: NodeAPI) {
       },
       implausibleBattery: (power) => node.warn(t('errors.implausibleBattery', { power })),
       warning: (kind, values) => node.warn(t(`errors.${kind}`, values)),
+      meterFault: (fault) => {
+        if (!closed) node.warn(t(`errors.meterFault.${METER_FAULT_KEYS[fault]}`));
+      },
     });
 
     /** A unit's failure: the group goes on without it; named. */

@@ -76,6 +76,7 @@ describe('charge mode reaching its SOC mid-run', function () {
       changed: () => undefined,
       failure: (error) => failures.push(error),
       implausibleBattery: () => undefined,
+      meterFault: (fault) => failures.push(new Error(`meter fault: ${fault}`)),
     });
     controller.start();
     running.controller = controller;

@@ -10,6 +10,7 @@
  * message would. Used by test/group-long-run.test.ts and scripts/bench-group.js (its long run).
  */
 import { ZeroFeedInController } from '../src/control/zero-feed-in';
+import { type MeterFault, type MeterSign, type MeterUnit } from '../src/control/meter-check';
 import { GroupPlant, type UnitReport } from '../src/control/group-plant';
 import type { BatteryPlant, PlantOutcome, PlantReading, ReadOptions, SendOptions } from '../src/control/device-plant';
 import { CONTROL_DEFAULTS, controlValues, parseControl, type ControlOptions } from '../src/control/control';
@@ -65,6 +66,12 @@ export interface LongRunOptions {
   meterLateS?: number;
   /** The unit of this index is switched off at `atS`: its battery stops and its requests fail (refused at once). */
   switchOff?: { unit: number; atS: number };
+  /** How the meter gives its readings (default: W, import positive); a wrong one is what issue 34 catches. */
+  meterGives?: { sign: MeterSign; unit: MeterUnit };
+  /** Node settings beyond the bench's (e.g. meterSign, meterUnit). */
+  settings?: Record<string, unknown>;
+  /** One unit steered as one device (its plant alone), not as a group of one. */
+  alone?: boolean;
 }
 
 export interface LongSample {
@@ -88,6 +95,11 @@ export interface LongRecord {
   readings: { t: number; grid: number }[];
   /** When the unit was switched off (s). */
   offAt?: number;
+  /** The meter faults the controller found (s). */
+  meterFaults: { t: number; fault: MeterFault }[];
+  /** The battery charging from the grid (what it charged beyond the export), Wh; exporting what it discharged, Wh. */
+  chargedFromGridWh: number;
+  exportedByBatteryWh: number;
   /** Each unit at the end, as the output message shows it. */
   report: UnitReport[];
 }
@@ -245,7 +257,7 @@ export async function groupLongRun(options: LongRunOptions): Promise<LongRecord>
     dischargeLimit: MODEL_CLASSES[model].maxDischargePower,
   }));
   const config = zeroFeedInSettings(
-    { meterSource: 'message', meterInterval: 1, target: 0, onStop: 'self-consumption' },
+    { meterSource: 'message', meterInterval: 1, target: 0, onStop: 'self-consumption', ...options.settings },
     groupLimits(limits.map((unitLimits) => ({ limits: unitLimits }))),
   );
   const clock = new VirtualClock();
@@ -259,6 +271,9 @@ export async function groupLongRun(options: LongRunOptions): Promise<LongRecord>
     groupWh: 0,
     writes: [],
     failures: [],
+    meterFaults: [],
+    chargedFromGridWh: 0,
+    exportedByBatteryWh: 0,
     readings: [],
     report: [],
   };
@@ -271,8 +286,9 @@ export async function groupLongRun(options: LongRunOptions): Promise<LongRecord>
       changed: () => undefined,
       failure: (e: unknown) => record.failures.push(e),
       implausibleBattery: () => undefined,
+      meterFault: (fault: MeterFault) => record.meterFaults.push({ t: house.simSeconds, fault }),
     };
-    const zero = new ZeroFeedInController(group, config, host, now);
+    const zero = new ZeroFeedInController(options.alone ? plants[0]! : group, config, host, now);
     zero.start();
     const steps = Math.round(options.seconds / STEP_S);
     const every = Math.max(1, Math.round(options.sampleS / STEP_S));
@@ -287,10 +303,14 @@ export async function groupLongRun(options: LongRunOptions): Promise<LongRecord>
       await clock.runTo(house.simSeconds * 1000);
       for (const reading of sims[0].takeMeterReadings()) {
         record.readings.push({ t: house.simSeconds, grid: reading.grid });
-        zero.reading(reading.grid);
+        zero.reading(options.meterGives ? asGiven(reading.grid, options.meterGives) : reading.grid);
         await settle();
       }
-      record.errorWh += (Math.abs(house.gridW - target) * (k > 0 ? STEP_S : 0)) / 3600;
+      const dt = k > 0 ? STEP_S : 0;
+      record.errorWh += (Math.abs(house.gridW - target) * dt) / 3600;
+      const battery = sims.reduce((sum, sim) => sum + sim.batteryPower, 0);
+      record.chargedFromGridWh += (Math.max(0, Math.min(-battery, house.gridW)) * dt) / 3600;
+      record.exportedByBatteryWh += (Math.max(0, Math.min(battery, -house.gridW)) * dt) / 3600;
       if (k % every === 0)
         record.samples.push({
           t: house.simSeconds,
@@ -312,6 +332,12 @@ export async function groupLongRun(options: LongRunOptions): Promise<LongRecord>
     restore();
   }
   return record;
+}
+
+/** What a meter that gives `gives` shows for `grid` (W, import positive). */
+function asGiven(grid: number, gives: { sign: MeterSign; unit: MeterUnit }): number {
+  const signed = gives.sign === 'export-positive' ? -grid : grid;
+  return gives.unit === 'kW' ? signed / 1000 : signed;
 }
 
 /** The setpoint a unit holds (state, power) as signed watts; 0 outside real-time mode. */

@@ -2,6 +2,7 @@
 import should from 'should';
 import { DeviceClient, type ClientSession } from '../src/device/client';
 import { ZeroFeedInController } from '../src/control/zero-feed-in';
+import type { MeterFault } from '../src/control/meter-check';
 import type { Decision } from '../src/control/regulator';
 import { REAL_TIME, pointByName } from '../src/points/catalogue';
 import { deviceLimits, zeroFeedInSettings } from '../src/editor/inputs';
@@ -15,8 +16,11 @@ describe('zero feed-in controller (src/control/zero-feed-in.ts) against the simu
   let client: DeviceClient;
   let controller: ZeroFeedInController | undefined;
   let feeding: NodeJS.Timeout | undefined;
+  let meterFaults: MeterFault[] = [];
 
   afterEach(async () => {
+    // A right meter never raises the meter check's alarm (the tests of a wrong one empty this).
+    should(meterFaults).be.empty();
     clearInterval(feeding);
     await controller?.close();
     controller = undefined;
@@ -27,6 +31,7 @@ describe('zero feed-in controller (src/control/zero-feed-in.ts) against the simu
   function start(settings: Record<string, unknown> = {}, onSession?: (session: ClientSession) => void) {
     client = new DeviceClient({ host: '127.0.0.1', port: simulator.port, password: PASSWORD, timeoutMs: 3000 });
     const decisions: Decision[] = [];
+    meterFaults = [];
     const config = zeroFeedInSettings(settings, deviceLimits({}));
     const session = client.session();
     onSession?.(session);
@@ -35,6 +40,7 @@ describe('zero feed-in controller (src/control/zero-feed-in.ts) against the simu
       changed: () => undefined,
       failure: () => undefined,
       implausibleBattery: () => undefined,
+      meterFault: (fault) => meterFaults.push(fault),
     });
     controller.start();
     return { controller, decisions };
@@ -209,5 +215,35 @@ describe('zero feed-in controller (src/control/zero-feed-in.ts) against the simu
     await second.controller.close();
     controller = undefined;
     should(second.controller.regulator.setpoint).equal(second.controller.regulator.steady);
+  });
+  it("the device's own meter not connected (7120 reads 1001): it says so once and writes nothing", async () => {
+    simulator = await startSimulator({ workingMode: 5, meterConnected: false });
+    const { controller } = start({ meterSource: 'device' });
+    await until(() => controller.meterFault !== undefined, 10000, 'the meter fault');
+    should(controller.meterFault).equal('not connected');
+    // Several meter intervals later: still nothing steered, nothing written.
+    const reads = simulator.stats.byOperation['Vendor.GetData'] ?? 0;
+    await until(() => (simulator.stats.byOperation['Vendor.GetData'] ?? 0) >= reads + 3, 10000, 'three more reads');
+    should(controller.regulator.steering).be.false();
+    should(simulator.stats.byOperation['Vendor.SetData'] ?? 0).equal(0);
+    should(meterFaults).eql(['not connected']);
+    meterFaults = [];
+  });
+
+  it("a frozen device meter (one value while the battery moves) trips the meter time-out; a connected one is steered", async () => {
+    simulator = await startSimulator({ workingMode: 5 });
+    const meter = pointByName('meterPower')!.address;
+    const { controller, decisions } = start({ meterSource: 'device', meterTimeout: 5, onTimeout: 'standby' }, (session) => {
+      const read = session.read.bind(session);
+      // The meter hangs at 600 W import: the loop discharges, and the meter never shows it.
+      session.read = async (addresses, options) => {
+        const result = await read(addresses, options);
+        if (result.values.has(meter)) result.values.set(meter, 600);
+        return result;
+      };
+    });
+    await until(() => decisions.some((d) => d.action === 'set' && d.setpoint! > 0), 10000, 'a discharge');
+    await until(() => decisions.some((d) => d.reason === 'meter timeout'), 25000, 'the meter time-out');
+    should(controller.regulator.meterTimedOut).be.true();
   });
 });

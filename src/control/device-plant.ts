@@ -97,11 +97,16 @@ export interface BatteryPlant {
    * the controller's regulator reads the last reading now.
    */
   whenUnitLeaves?(total: () => number | undefined): void;
+  /** Whether the device's own meter is connected (7120; a group: its first unit's, whose meter it reads), if known. */
+  meterConnected?(): Promise<boolean | undefined>;
 }
 
 const address = (name: string) => pointByName(name)!.address;
 const METER = address('meterPower');
 const METER_1600 = address('meterPower1600');
+const METER_STATUS = address('meterStatus');
+/** 7120: 1000 the meter is enabled, 1001 disabled (the meter accessory missing or not set up). */
+const METER_DISABLED = 1001;
 const BATTERY = address('batteryPower');
 const SOC = address('batterySoc');
 const BACKUP_SOC = address('backupSoc');
@@ -251,6 +256,12 @@ export class DevicePlant implements BatteryPlant {
       dischargeSoc: this.dischargeSoc,
       leashWh: this.capacityWh === undefined || leash === undefined ? undefined : (this.capacityWh * leash) / 100,
     };
+  }
+
+  async meterConnected(): Promise<boolean | undefined> {
+    const { values } = await this.session.read([METER_STATUS]);
+    const status = Number(values.get(METER_STATUS));
+    return Number.isFinite(status) && values.get(METER_STATUS) !== undefined ? status !== METER_DISABLED : undefined;
   }
 
   async selfConsumption(): Promise<void> {

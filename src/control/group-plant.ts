@@ -531,6 +531,11 @@ export class GroupPlant implements BatteryPlant {
     u.setpointW = watts;
   }
 
+  /** The group reads the first unit's meter. */
+  meterConnected(): Promise<boolean | undefined> {
+    return this.units[0]!.plant.meterConnected?.() ?? Promise.resolve(undefined);
+  }
+
   /** Every unit's battery power and SOC (the meter from the first unit's); the sum of the units that are steered. */
   async read(withMeter: boolean, options: ReadOptions = {}): Promise<PlantReading> {
     let started = false;

@@ -127,6 +127,7 @@ export type DecisionReason =
   | 'disabled'
   | 'suspect'
   | 'battery check'
+  | 'meter check'
   | 'mode';
 
 export interface Decision {

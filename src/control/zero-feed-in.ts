@@ -9,6 +9,7 @@
 import type { ClientSession } from '../device/client';
 import { DevicePlant, type BatteryPlant } from './device-plant';
 import { Regulator, type Decision, type RegulatorSettings } from './regulator';
+import { MeterCheck, PROBE_W, meterWatts, type MeterFault, type MeterSign, type MeterUnit } from './meter-check';
 import {
   dischargeBound,
   entrySetpoint,
@@ -36,6 +37,9 @@ export interface ZeroFeedInConfig {
   meterIntervalMs: number;
   /** 'on-change': silence means unchanged, and the meter time-out is the longest silence (see repeatReading()). */
   meterSends: MeterSends;
+  /** How a meter from messages counts: its readings are converted to W, positive importing (meterWatts()). */
+  meterSign: MeterSign;
+  meterUnit: MeterUnit;
   onStop: OnStop;
   /** The battery mode at start (src/control/modes.ts), and what the charge mode charges with and up to. */
   mode: BatteryMode;
@@ -54,6 +58,8 @@ export interface ZeroFeedInHost {
    * 'commandDropped': the device dropped its command (a restart, a reconnect) and was steered again (values: setpoint).
    */
   warning?(kind: 'backupFloor' | 'commandDropped', values: Record<string, number>): void;
+  /** The meter cannot be right (said once per fault): the loop stopped, the battery left in standby or as On stop says. */
+  meterFault(fault: MeterFault): void;
 }
 
 /** With the meter from messages, battery power and SOC are read this often (one request, shared with the others)... */
@@ -94,6 +100,8 @@ export class ZeroFeedInController {
   /** The read of 6000 under way (meter from messages); `yields`: withdrawn while it waits if a write needs the slot. */
   private stateRead: { abort: AbortController; started: boolean; yields: boolean; askedBefore: number } | undefined;
   private warnedBattery = false;
+  private readonly meterCheck: MeterCheck;
+  private fault: MeterFault | undefined;
   /** The last reading from a message, and when the regulator last took a reading (a message's, or its repeat). */
   private heard: { grid: number; at: number } | undefined;
   private takenAt = -Infinity;
@@ -143,6 +151,7 @@ export class ZeroFeedInController {
     if (plant.estimate) this.regulator.useEstimate((at) => plant.estimate!(at), plant.members && (() => plant.members!()));
     plant.whenUnitLeaves?.(() => this.totalAfterLeave());
     this.modeNow = config.mode;
+    this.meterCheck = new MeterCheck(heldMeter);
     this.regulator.setMaxDischarge(dischargeBound(config.mode, config.regulator.maxDischarge));
   }
 
@@ -161,12 +170,18 @@ export class ZeroFeedInController {
     return this.regulator.setpoint && regulated(this.modeNow) ? this.leashWhNow : undefined;
   }
 
+  /** Why the meter cannot be right, where it was found so: the loop stopped until it is enabled again. */
+  get meterFault(): MeterFault | undefined {
+    return this.fault;
+  }
+
   /** Starts the reads and the clock. */
   start(): void {
     // What an earlier deployment saw of the working mode may be stale: the first setpoint waits for one read of it.
     void this.plant.learn();
     if (wantsGridCharging(this.modeNow)) void this.gridCharging(true);
-    if (this.config.meterSource === 'device') this.later(() => this.pollMeter(), 0);
+    // The device's meter needs the maker's meter accessory: 7120 says whether it is set up, before the first reading.
+    if (this.config.meterSource === 'device') this.later(() => void this.checkDeviceMeter().then(() => this.pollMeter()), 0);
     else this.later(() => this.pollState(), 0);
     // A pulse's follow-up is due by time, and a silent meter is looked for.
     this.tickTimer = setInterval(() => {
@@ -210,6 +225,11 @@ export class ZeroFeedInController {
 
   /** Turns the loop on or off; off, the battery is left as On stop says (with keep: the needed setpoint). */
   enable(on: boolean): void {
+    // Enabled again after a meter fault: the owner fixed the meter (or its settings), the check starts over.
+    if (on && this.fault) {
+      this.fault = undefined;
+      this.meterCheck.reset();
+    }
     const was = this.regulator.enabled;
     if (was && !on) void this.track(this.handBack(this.config.onStop));
     this.regulator.enable(on, this.now());
@@ -306,11 +326,12 @@ export class ZeroFeedInController {
   }
 
   /**
-   * A grid reading from a message (checked: W, positive importing); `battery` (W, positive discharging like 6000) and
+   * A grid reading from a message (checked; in the meter's sign and unit, converted here); `battery` (W, positive discharging like 6000) and
    * `soc` (%) where the message carries them. An implausible battery power is ignored.
    */
-  reading(grid: number, battery?: number, soc?: number): void {
+  reading(given: number, battery?: number, soc?: number): void {
     if (this.closed) return;
+    const grid = meterWatts(given, this.config.meterSign, this.config.meterUnit);
     this.heard = { grid, at: this.now() };
     this.take(grid, battery, soc);
   }
@@ -324,12 +345,18 @@ export class ZeroFeedInController {
       battery = undefined;
     }
     if (soc !== undefined) this.regulator.observeSoc(soc, this.now());
-    if (!this.regulator.enabled || this.handing) return;
-    if (!regulated(this.modeNow)) return this.steerFixed(grid, false);
+    if (!this.regulator.enabled || this.handing) return this.meterCheck.gap();
+    if (!regulated(this.modeNow)) {
+      this.meterCheck.gap();
+      return this.steerFixed(grid, false);
+    }
     // While a write of this controller is on its way, what the queue knows may be that write.
     if (!this.regulator.inFlight) this.followOthers();
     this.takenAt = this.now();
     const decision = this.regulator.meter(grid, this.now(), battery);
+    const fault = this.meterCheck.observe(grid, decision.battery);
+    if (fault) return this.stopForMeter(fault);
+    if (decision.action === 'hold' && !this.regulator.moving && this.meterCheck.probeDue()) return this.probeMeter(decision);
     this.act(decision);
     this.readAfterHold(decision);
   }
@@ -489,7 +516,8 @@ export class ZeroFeedInController {
         this.checkCommand();
         this.renewLeash();
       }
-      if (withMeter && meter !== undefined) this.take(meter);
+      // A frozen meter's repeats are no readings: the time-out acts.
+      if (withMeter && meter !== undefined && !this.meterCheck.frozen(meter, battery, this.now())) this.take(meter);
     } catch (error) {
       if (!options.signal?.aborted) this.failure(error);
     }
@@ -597,6 +625,40 @@ export class ZeroFeedInController {
     });
     this.settingWork = work;
     return work;
+  }
+
+  /** A probe for the meter check (meter-check.ts): more discharge within the mode and the maximum, if any. */
+  private probeMeter(decision: Decision): void {
+    const steady = this.regulator.setpoint ?? 0;
+    const probe = modeSetpoint(this.modeNow, Math.min(steady + PROBE_W, this.regulator.settings.maxDischarge));
+    if (probe - steady < PROBE_W / 2) return this.act(decision);
+    this.act({ ...decision, action: 'set', setpoint: probe, steady: probe, reason: 'meter check' });
+  }
+
+  /** The device's meter not set up (7120): the loop does not start. A failed read leaves it to the readings. Never rejects. */
+  private async checkDeviceMeter(): Promise<void> {
+    try {
+      if ((await this.plant.meterConnected?.()) === false) this.stopForMeter('not connected');
+    } catch (error) {
+      this.failure(error);
+    }
+  }
+
+  /**
+   * The meter cannot be right: the loop stops (it is off until enabled again), a battery it steered stands by, then is
+   * left as On stop says (keep: standby, the setpoint it needed came from that meter).
+   */
+  private stopForMeter(fault: MeterFault): void {
+    if (this.fault || this.closed) return;
+    this.fault = fault;
+    const steered = this.regulator.steering;
+    this.regulator.enable(false, this.now());
+    this.host.meterFault(fault);
+    this.host.changed();
+    if (!steered) return;
+    void this.track(
+      this.send(0, true).then(() => (this.config.onStop === 'self-consumption' ? this.handBack('self-consumption') : undefined)),
+    );
   }
 
   // The device's meter: one read per interval, the next only after the last has come back (the queue paces it).

@@ -20,6 +20,7 @@ import {
   type ZeroFeedInInput,
 } from './inputs';
 import { decimalNumber } from '../numbers';
+import { groupLimits } from '../flow/zero-feed-in';
 import { checkPassword } from '../device/rules';
 
 export { decimalNumber };
@@ -69,6 +70,14 @@ export function limitsOf(settings: Record<string, unknown> | null | undefined): 
     chargeLimit: unknownLimit('chargeLimit') ? POWER_LIMIT.max : limits.chargeLimit,
     dischargeLimit: unknownLimit('dischargeLimit') ? POWER_LIMIT.max : limits.dischargeLimit,
   };
+}
+
+/**
+ * The limits the runtime will use for a zero feed-in node steering the device configurations `devices` (empty fields
+ * left out): a group's are the sums of every unit's, as at run time (groupLimits).
+ */
+export function groupLimitsOf(devices: readonly (Record<string, unknown> | null | undefined)[]): PowerLimits {
+  return groupLimits(devices.filter((device) => device).map((device) => ({ limits: limitsOf(device) })));
 }
 
 /** The range of a control node's number setting under `limits` (the power's: the larger limit), as the runtime checks it. */

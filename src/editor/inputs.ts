@@ -13,6 +13,7 @@ import { POWER_LIMIT, catalogueJson, resolveReadAddresses, validatePowerLimit, t
 import { ON_TIMEOUT, PLANT_BOUNDS, type OnTimeout, type RegulatorSettings } from '../control/regulator';
 import { METER_SENDS, METER_SOURCES, ON_STOP, type MeterSends, type OnStop, type ZeroFeedInConfig } from '../control/zero-feed-in';
 import { parseMode, type BatteryMode } from '../control/modes';
+import { METER_SIGNS, METER_UNITS, type MeterSign, type MeterUnit } from '../control/meter-check';
 
 /**
  * The variable's name when `value` is a whole `${NAME}` (or the older `$(NAME)`), exactly as Node-RED matches it in
@@ -272,6 +273,8 @@ export const REGULATOR_DEFAULTS = {
   onStop: 'self-consumption' as OnStop,
   gridCharge: false,
   meterSends: 'always' as MeterSends,
+  meterSign: 'import-positive' as MeterSign,
+  meterUnit: 'W' as MeterUnit,
   mode: 'normal' as BatteryMode,
   /** The charge mode's power (W, within the device's charge limit); its SOC is Charge to unless set. */
   chargeModePower: CONTROL_DEFAULTS.power,
@@ -294,6 +297,8 @@ export interface ZeroFeedInInput {
   meterSource?: unknown;
   meterInterval?: unknown;
   meterSends?: unknown;
+  meterSign?: unknown;
+  meterUnit?: unknown;
   target?: unknown;
   deadBand?: unknown;
   maxCharge?: unknown;
@@ -358,6 +363,8 @@ export function zeroFeedInSettings(input: ZeroFeedInInput, limits: PowerLimits):
     meterSource: choice(input.meterSource, 'message', 'meter source', METER_SOURCES),
     meterIntervalMs,
     meterSends: choice(input.meterSends, d.meterSends, 'meter sends', METER_SENDS),
+    meterSign: choice(input.meterSign, d.meterSign, 'meter sign', METER_SIGNS),
+    meterUnit: choice(input.meterUnit, d.meterUnit, 'meter unit', METER_UNITS),
     onStop: choice(input.onStop, d.onStop, 'on stop', ON_STOP),
     mode: isEmpty(input.mode) ? d.mode : parseMode(input.mode, 'mode'),
     charge: {

@@ -7,6 +7,7 @@ import { ValidationError } from '../errors';
 import type { PowerLimits } from '../points/catalogue';
 import { gridReading, type Decision } from '../control/regulator';
 import type { ZeroFeedInController } from '../control/zero-feed-in';
+import type { MeterFault } from '../control/meter-check';
 import type { UnitReport } from '../control/group-plant';
 import { parseMode, type BatteryMode } from '../control/modes';
 import { ZERO_FEED_IN_RULES, numberIn } from '../editor/inputs';
@@ -74,8 +75,15 @@ export function zeroFeedInMessage(decision: Decision, zero: ZeroFeedInController
   };
 }
 
+/** Each meter fault's key in the node's texts (status.meterFault.*, errors.meterFault.*). */
+export const METER_FAULT_KEYS: Record<MeterFault, string> = {
+  inverted: 'inverted',
+  kilowatts: 'kilowatts',
+  'not connected': 'notConnected',
+};
+
 export interface LoopStatus {
-  fill: 'grey' | 'yellow' | 'blue' | 'green';
+  fill: 'grey' | 'yellow' | 'blue' | 'green' | 'red';
   shape: 'ring' | 'dot';
   text: string;
 }
@@ -103,6 +111,7 @@ function loopStatus(
   leftOut: readonly string[],
 ): LoopStatus {
   const regulator = zero.regulator;
+  if (zero.meterFault) return { fill: 'red', shape: 'ring', text: t(`status.meterFault.${METER_FAULT_KEYS[zero.meterFault]}`) };
   if (!regulator.enabled) return { fill: 'grey', shape: 'ring', text: t('status.off') };
   // Until a reading comes, whatever the device answered to the time-out's standby or hand-back.
   if (decision?.reason === 'meter timeout' || regulator.meterTimedOut) return { fill: 'yellow', shape: 'ring', text: t('status.timeout') };

@@ -89,6 +89,8 @@ export interface PlantOptions {
   meterDelayS?: number;
   /** The device's meter (11016, 21028) takes a new reading only every this many simulated seconds (0: always new). */
   meterRefreshS?: number;
+  /** The device's own meter accessory is set up (7120 reads 1000; false: 1001, disabled). Default true. */
+  meterConnected?: boolean;
   /** Windows in which the battery delivers at most maxW, whatever its setpoint. */
   derating?: readonly Derating[];
   /** The battery's capacity (default: the model class's rated capacity). */
@@ -155,6 +157,7 @@ export class DeviceModel implements HouseUnit {
   private readonly deadTimeS: number;
   private readonly lagS: number;
   private readonly derating: readonly Derating[];
+  private readonly meterConnected: boolean;
   /** Wanted battery power by simulated time, kept for the dead time. */
   private readonly demands: { t: number; v: Demand }[] = [];
   startedAt = performance.now();
@@ -204,6 +207,7 @@ export class DeviceModel implements HouseUnit {
     this.deadTimeS = options.deadTimeS ?? 0;
     this.lagS = options.lagS ?? 0;
     this.derating = options.derating ?? [];
+    this.meterConnected = options.meterConnected ?? true;
     for (const [name, value] of [
       ['deadTimeS', this.deadTimeS],
       ['lagS', this.lagS],
@@ -516,7 +520,7 @@ export class DeviceModel implements HouseUnit {
       case 'bypassPower':
         return 0;
       case 'meterStatus':
-        return 1000;
+        return this.meterConnected ? 1000 : 1001;
       case 'meterPower':
       case 'meterPower1600':
         return Math.round(this.house.meterW);

@@ -143,6 +143,7 @@ export class DeviceSimulator {
       meterDelayS: options.meterDelayS,
       meterRefreshS: options.meterRefreshS,
       derating: options.derating,
+      meterConnected: options.meterConnected,
       capacityKwh: options.capacityKwh,
       initialSoc: options.initialSoc,
       meterFeed: options.meterFeed,

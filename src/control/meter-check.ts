@@ -1,0 +1,145 @@
+/**
+ * A meter that cannot be right, caught while the zero feed-in loop steers (issue 34). No I/O: the controller
+ * (src/control/zero-feed-in.ts) feeds it each reading with the battery power the regulator took for it, and stops when
+ * it names a fault.
+ *
+ * The statistic: the least-squares slope s of the grid readings on the battery's power over the readings since the
+ * loop started steering, s = cov(grid, battery) / var(battery). A right meter gives s ≈ -1 (what the battery gives
+ * more, the grid imports less; a load the battery follows shows first in the grid, which makes it more negative); a
+ * meter with the wrong sign gives s ≈ +1 (it runs away with the battery); a meter in kW given as W gives s ≈ -0.001.
+ * Levels, not changes: the battery's power as the regulator takes it may be a second off the meter's timing, which a
+ * change between two readings does not survive. It decides only once the battery spanned EXCITATION_W, and on a clear
+ * margin: wrong sign from s ≥ +0.3, too small only where every reading also lay within KW_READING_W. A right meter
+ * confirmed (s ≤ -0.3) ends the check: a later load or a battery that falls short cannot raise a false alarm.
+ * A kW meter never moves the regulator (0.35 is within any dead band), so nothing excites it: where the first readings
+ * all lie within KW_READING_W and one is no whole number, the check asks once for a probe (PROBE_W more discharge,
+ * which a right meter's next reading undoes as a load change).
+ */
+
+/** How grid readings given by message count (node settings). */
+export const METER_SIGNS = ['import-positive', 'export-positive'] as const;
+export const METER_UNITS = ['W', 'kW'] as const;
+export type MeterSign = (typeof METER_SIGNS)[number];
+export type MeterUnit = (typeof METER_UNITS)[number];
+
+/** Why the meter cannot be right: it moves the wrong way, reads about 1000× too small, or (the device's) is not set up. */
+export type MeterFault = 'inverted' | 'kilowatts' | 'not connected';
+
+/** A reading as given, in the regulator's terms: W, positive importing. The only place a reading is converted. */
+export function meterWatts(value: number, sign: MeterSign, unit: MeterUnit): number {
+  const watts = unit === 'kW' ? value * 1000 : value;
+  return sign === 'export-positive' ? -watts : watts;
+}
+
+/** The battery's power must have spanned this much (W) over the readings before a verdict. */
+const EXCITATION_W = 250;
+/** The slope's margins: a wrong sign from +SLOPE_MARGIN, a right meter from -SLOPE_MARGIN. */
+const SLOPE_MARGIN = 0.3;
+/** A kW meter's readings stay this small (W as given: a house of up to 30 kW); a W meter's move with the battery. */
+const KW_READING_W = 30;
+/** ...and it moves less than this share of the battery's moves. */
+const KW_SLOPE = 0.01;
+
+/** The probe: this much more discharge (W), after this many readings that steered. */
+export const PROBE_W = 400;
+const PROBE_AFTER = 3;
+
+/** The device's meter repeats its sample between refreshes: the same value this long after it came is no sign yet. */
+const HELD_SAMPLE_MS = 6000;
+/** The battery's power moved this much (W) while the device's meter kept one value: the meter is frozen. */
+const FROZEN_MOVE_W = 100;
+
+export class MeterCheck {
+  private lastGrid: number | undefined;
+  /** Sums over the readings: n, Σb, Σg, Σb², Σbg; the battery's range. */
+  private n = 0;
+  private sumB = 0;
+  private sumG = 0;
+  private sumBB = 0;
+  private sumBG = 0;
+  private low = Infinity;
+  private high = -Infinity;
+  private largest = 0;
+  private fractional = false;
+  private probed = false;
+  private confirmed = false;
+  /** The device meter's value as first seen, and the battery's range read since. */
+  private held: { grid: number; since: number; low: number; high: number } | undefined;
+
+  /** `heldMeter`: the device's meter, which repeats its sample between refreshes (a repeat is no new reading). */
+  constructor(private readonly heldMeter = false) {}
+
+  /** Whether the meter moved the right way with the battery: nothing more to check. */
+  get cleared(): boolean {
+    return this.confirmed;
+  }
+
+  /** Starts over (the loop steers again after a rest, or was re-enabled after a fault). */
+  reset(): void {
+    this.lastGrid = undefined;
+    this.n = this.sumB = this.sumG = this.sumBB = this.sumBG = this.largest = 0;
+    this.low = Infinity;
+    this.high = -Infinity;
+    this.confirmed = this.fractional = this.probed = false;
+    this.held = undefined;
+  }
+
+  /** A gap in the readings (a rest, a hand-back): the device meter's next value is new. */
+  gap(): void {
+    this.lastGrid = undefined;
+  }
+
+  /**
+   * A reading the regulator took (W, positive importing) with the battery power it took for it (W, positive
+   * discharging, measured or modelled); the fault it shows, if any.
+   */
+  observe(grid: number, battery: number | undefined): MeterFault | undefined {
+    if (this.confirmed || battery === undefined) return undefined;
+    if (this.heldMeter && grid === this.lastGrid) return undefined;
+    this.lastGrid = grid;
+    this.largest = Math.max(this.largest, Math.abs(grid));
+    this.fractional ||= !Number.isInteger(grid);
+    this.n++;
+    this.sumB += battery;
+    this.sumG += grid;
+    this.sumBB += battery * battery;
+    this.sumBG += battery * grid;
+    this.low = Math.min(this.low, battery);
+    this.high = Math.max(this.high, battery);
+    if (!this.excited) return undefined;
+    const slope = (this.n * this.sumBG - this.sumB * this.sumG) / (this.n * this.sumBB - this.sumB * this.sumB);
+    if (slope >= SLOPE_MARGIN) return 'inverted';
+    if (Math.abs(slope) < KW_SLOPE && this.largest <= KW_READING_W) return 'kilowatts';
+    if (slope <= -SLOPE_MARGIN) this.confirmed = true;
+    return undefined;
+  }
+
+  private get excited(): boolean {
+    return this.high - this.low >= EXCITATION_W;
+  }
+
+  /** Whether to probe now (once): readings so small, and one no whole number, that only a kW meter gives them. */
+  probeDue(): boolean {
+    const due = !this.probed && !this.confirmed && this.n >= PROBE_AFTER && !this.excited;
+    if (!due || this.largest > KW_READING_W || !this.fractional) return false;
+    this.probed = true;
+    return true;
+  }
+
+  /**
+   * The device's meter (read with the battery's power, `battery`, at `now` ms): whether this reading is a repeat too old
+   * to be a held sample while the battery moved, i.e. a frozen meter (the caller then lets the time-out run).
+   */
+  frozen(grid: number, battery: number | undefined, now: number): boolean {
+    const held = this.held;
+    if (!held || held.grid !== grid) {
+      this.held = { grid, since: now, low: battery ?? Infinity, high: battery ?? -Infinity };
+      return false;
+    }
+    if (battery !== undefined) {
+      held.low = Math.min(held.low, battery);
+      held.high = Math.max(held.high, battery);
+    }
+    return now - held.since > HELD_SAMPLE_MS && held.high - held.low >= FROZEN_MOVE_W;
+  }
+}

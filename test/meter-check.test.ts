@@ -1,0 +1,87 @@
+/**
+ * A meter that cannot be right is caught (issue 34; src/control/meter-check.ts), in simulated time: the controller and
+ * its regulator as the node wires them (test/group-long-run.ts), a meter that gives export positive or kW. Stopped
+ * within 10 s with at most 2 Wh charged from the grid or exported by the battery; the right settings for such a meter
+ * regulate as a W meter does; a right meter never raises the alarm.
+ */
+import should from 'should';
+import { groupLongRun, benchHouse, type LongRunOptions } from './group-long-run';
+import { meterWatts } from '../src/control/meter-check';
+import type { HouseScenario } from '../src/simulator';
+
+const ONE: LongRunOptions['units'] = [{ key: 'a', model: '2000', initialSoc: 50, deadTimeS: 1, lagS: 2 }];
+const SLOW: LongRunOptions['units'] = [{ key: 'a', model: '2000', initialSoc: 50, deadTimeS: 2, lagS: 5 }];
+const LOAD: HouseScenario = { seed: 3, baseLoadW: 400, noiseW: 10 };
+const SURPLUS: HouseScenario = { seed: 3, baseLoadW: 300, noiseW: 10, pvW: 1500 };
+
+function run(house: HouseScenario, extra: Partial<LongRunOptions> = {}, units = ONE) {
+  return groupLongRun({ units, house, seconds: 40, sampleS: 1, efficiency: 1, alone: true, ...extra });
+}
+
+describe('meter check (src/control/meter-check.ts): a meter that cannot be right', function () {
+  this.timeout(60000);
+
+  it('converts a reading in one place: export positive and kW to W importing', () => {
+    should(meterWatts(-0.35, 'export-positive', 'kW')).equal(350);
+    should(meterWatts(120, 'import-positive', 'W')).equal(120);
+  });
+
+  for (const [name, units] of [
+    ['a battery that follows in 1 s and 2 s', ONE],
+    ['the slowest battery (2 s dead time, 5 s lag)', SLOW],
+  ] as const) {
+    describe(name, () => {
+      it('a meter with the wrong sign and 400 W of load: stopped within 10 s, at most 2 Wh charged from the grid', async () => {
+        const record = await run(LOAD, { meterGives: { sign: 'export-positive', unit: 'W' } }, units);
+        should(record.meterFaults.map((f) => f.fault)).eql(['inverted']);
+        should(record.meterFaults[0]!.t).be.belowOrEqual(10.5);
+        should(record.chargedFromGridWh + record.exportedByBatteryWh).be.belowOrEqual(2);
+      });
+
+      it('a meter with the wrong sign and PV surplus: stopped within 10 s, at most 2 Wh exported by the battery', async () => {
+        const record = await run(SURPLUS, { meterGives: { sign: 'export-positive', unit: 'W' } }, units);
+        should(record.meterFaults.map((f) => f.fault)).eql(['inverted']);
+        should(record.meterFaults[0]!.t).be.belowOrEqual(10.5);
+        should(record.chargedFromGridWh + record.exportedByBatteryWh).be.belowOrEqual(2);
+      });
+
+      it('a meter in kW given as W: stopped within 10 s, at most 2 Wh', async () => {
+        const record = await run(LOAD, { meterGives: { sign: 'import-positive', unit: 'kW' } }, units);
+        should(record.meterFaults.map((f) => f.fault)).eql(['kilowatts']);
+        should(record.meterFaults[0]!.t).be.belowOrEqual(10.5);
+        should(record.chargedFromGridWh + record.exportedByBatteryWh).be.belowOrEqual(2);
+      });
+    });
+  }
+
+  it('with Meter sign export positive, an export-positive meter regulates as a W meter does', async () => {
+    const right = await run(LOAD);
+    const record = await run(LOAD, { meterGives: { sign: 'export-positive', unit: 'W' }, settings: { meterSign: 'export-positive' } });
+    should(record.meterFaults).be.empty();
+    should(record.errorWh).be.belowOrEqual(right.errorWh * 1.2 + 0.1);
+    should(record.samples.at(-1)!.units[0]!.b).be.approximately(400, 60);
+  });
+
+  it('with Meter unit kW, a kW meter regulates as a W meter does', async () => {
+    const right = await run(SURPLUS);
+    const record = await run(SURPLUS, { meterGives: { sign: 'import-positive', unit: 'kW' }, settings: { meterUnit: 'kW' } });
+    should(record.meterFaults).be.empty();
+    should(record.errorWh).be.belowOrEqual(right.errorWh * 1.2 + 0.1);
+    should(record.samples.at(-1)!.units[0]!.b).be.approximately(-1200, 60);
+  });
+
+  it('a right meter never raises the alarm: loads, a kettle, a cloud, a late meter, one device or a group', async () => {
+    for (const seed of [1, 2, 3]) {
+      const alone = await groupLongRun({ units: ONE, house: benchHouse(seed), seconds: 100, sampleS: 1, efficiency: 1, alone: true });
+      const slow = await groupLongRun({ units: SLOW, house: benchHouse(seed), seconds: 100, sampleS: 1, efficiency: 1, alone: true, meterLateS: 1 });
+      const group = await groupLongRun({
+        units: [...ONE, { key: 'b', model: '1600', initialSoc: 60, deadTimeS: 1.5, lagS: 2 }],
+        house: benchHouse(seed),
+        seconds: 100,
+        sampleS: 1,
+        efficiency: 1,
+      });
+      for (const record of [alone, slow, group]) should(record.meterFaults).be.empty();
+    }
+  });
+});
