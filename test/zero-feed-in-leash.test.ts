@@ -45,6 +45,7 @@ describe('zero feed-in controller: what the battery does by itself (issue 34)', 
       changed: () => undefined,
       failure: () => undefined,
       implausibleBattery: () => undefined,
+      meterFault: () => undefined,
       warning: (kind, values) => warnings.push({ kind, values }),
     };
     const zero = new ZeroFeedInController(session, zeroFeedInSettings({ onStop: 'keep', ...settings }, deviceLimits({})), host);
