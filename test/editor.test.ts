@@ -338,6 +338,26 @@ describe('editor in a real browser (chromium)', function () {
     (await page.locator('.red-ui-palette-node[data-palette-type="localbattery-device"]').count()).should.equal(0);
   });
 
+  it('finds the seven flow nodes, and only them, by the palette search "indevolt"', async () => {
+    const search = page.locator('#red-ui-palette-search input');
+    // Typed as a user does: the search box filters on key-up.
+    await search.pressSequentially('indevolt');
+    const shown = () =>
+      page
+        .locator('#red-ui-palette-container .red-ui-palette-node:visible')
+        .evaluateAll((nodes) => nodes.map((n: any) => n.getAttribute('data-palette-type')).sort());
+    await page.waitForFunction(
+      (count) =>
+        (globalThis as any).document.querySelectorAll('#red-ui-palette-container .red-ui-palette-node[data-filter]').length > count,
+      0,
+    );
+    (await shown()).should.eql([...FLOW_TYPES].sort());
+    await search.press('Escape');
+    await page.waitForFunction(
+      () => (globalThis as any).document.querySelectorAll('#red-ui-palette-container .red-ui-palette-node[data-filter]').length === 0,
+    );
+  });
+
   it("fills the read node's point picker from the catalogue, filters it, and saves a picked point", async () => {
     await openEditor(ID.read);
     await page.locator('#localbattery-read-picker .localbattery-read-group').first().waitFor();
@@ -457,6 +477,57 @@ describe('editor in a real browser (chromium)', function () {
     String(node.chargeSoc).should.equal('50');
     node.valid.should.be.true();
     (await errorMarkerShown(ID.control)).should.be.false();
+  });
+
+  it('groups the zero feed-in dialog in five sections, folds the rarely needed fields and opens a fold that holds a change', async () => {
+    const id = ID['zero-feed-in'];
+    const prefix = 'localbattery-zero-feed-in';
+    const sections: Record<string, { shown: string[]; folded: string[] }> = {
+      batteries: { shown: ['device'], folded: ['device2', 'device3', 'device4'] },
+      meter: { shown: ['meterSource', 'meterInterval'], folded: ['meterSends', 'meterSign', 'meterUnit'] },
+      limits: { shown: ['target', 'deadBand', 'maxCharge', 'maxDischarge', 'chargeSoc', 'dischargeSoc', 'gridCharge'], folded: [] },
+      safety: { shown: ['meterTimeout', 'onTimeout', 'onStop'], folded: ['leash'] },
+      modes: { shown: ['mode', 'chargeModePower', 'chargeModeSoc'], folded: [] },
+    };
+    await openEditor(id);
+    const order = await page
+      .locator(`.${prefix}-section`)
+      .evaluateAll((nodes) => nodes.map((n: any) => n.id.replace('localbattery-zero-feed-in-section-', '')));
+    order.should.eql(Object.keys(sections));
+    for (const [name, { shown, folded }] of Object.entries(sections)) {
+      const section = page.locator(`#${prefix}-section-${name}`);
+      squash(await section.locator('h4').innerText()).should.equal(text(`${prefix}.section.${name}`));
+      // Every field of the node sits in its section, with the label of the catalogue.
+      for (const field of [...shown, ...folded]) (await section.locator(`#node-input-${field}`).count()).should.equal(1, field);
+      for (const field of shown) {
+        const visible = page.locator(`#node-input-${field}`);
+        // A device field is a select the editor builds beside the input.
+        (await visible.isVisible()).should.be.true(field);
+      }
+      for (const field of folded) (await page.locator(`#node-input-${field}`).isVisible()).should.be.false(field);
+    }
+    // Every field of the node's defaults is in a section, but the name.
+    const inSections = await page.locator(`.${prefix}-section [id^="node-input-"]`).evaluateAll((nodes) => nodes.map((n: any) => n.id));
+    const defaults = Object.keys((await nodeState(id)) as object).filter((key) => !['valid', 'validationErrors', 'name'].includes(key));
+    for (const key of defaults) inSections.should.containEql(`node-input-${key}`);
+    squash(await page.locator('label[for="node-input-target"]').innerText()).should.equal(text(`${prefix}.label.target`));
+    // A changed setting behind a fold: the fold is open the next time.
+    await page.locator(`#${prefix}-more-meter > summary`).click();
+    await page.locator('#node-input-meterSign').selectOption('export-positive');
+    await done();
+    await openEditor(id);
+    (await page.locator('#node-input-meterSign').isVisible()).should.be.true();
+    (await page.locator('#node-input-leash').isVisible()).should.be.false();
+    await page.locator('#node-input-meterSign').selectOption('import-positive');
+    await done();
+    (await nodeState(id)).meterSign.should.equal('import-positive');
+  });
+
+  it('gives zero feed-in an icon of its own', async () => {
+    const icon = (type: string) =>
+      page.locator(`.red-ui-palette-node[data-palette-type="${type}"] .red-ui-palette-icon`).evaluate((n: any) => n.style.backgroundImage);
+    (await icon('localbattery-zero-feed-in')).should.containEql('localbattery-zero-feed-in.svg');
+    (await icon('localbattery-control')).should.not.containEql('localbattery-zero-feed-in.svg');
   });
 
   it('checks the zero feed-in settings with the served rules: refuses 0x50, 3000 W, SOC 2 and a time-out of 0; takes ${VAR} and empty', async () => {

@@ -39,6 +39,31 @@ describe('node texts', function () {
     });
   }
 
+  describe('localbattery-zero-feed-in: the help explains every status and warning in its troubleshooting part', function () {
+    const type = 'localbattery-zero-feed-in';
+    for (const [language, heading] of [
+      ['en-US', 'Troubleshooting'],
+      ['de', 'Fehlersuche'],
+    ]) {
+      it(language, function () {
+        const locales = path.resolve(__dirname, '..', 'nodes', 'locales', language);
+        const texts = JSON.parse(fs.readFileSync(path.join(locales, `${type}.json`), 'utf8'))[type];
+        const help = fs.readFileSync(path.join(locales, `${type}.html`), 'utf8');
+        const from = help.indexOf(`<h3>${heading}</h3>`);
+        should(from).be.aboveOrEqual(0);
+        const part = help.slice(from, help.indexOf('<h3>', from + 1)).replace(/\s+/g, ' ');
+        // Each status is named by its longest fixed part (its figures vary); a warning by its opening words.
+        const leaves = (tree: unknown): string[] =>
+          typeof tree === 'string' ? [tree] : Object.values(tree as Record<string, unknown>).flatMap(leaves);
+        const fixed = (text: string) => text.split(/__\w+__/).map((piece) => piece.trim());
+        const statuses = leaves(texts.status).map((text) => fixed(text).sort((a, b) => b.length - a.length)[0]);
+        const warnings = ['backupFloor', 'commandDropped'].map((key) => fixed(texts.errors[key])[0].slice(0, 30));
+        should(statuses.length).be.above(15);
+        for (const words of [...statuses, ...warnings]) should(part).containEql(words);
+      });
+    }
+  });
+
   for (const language of HELP_LANGUAGES) {
     for (const direction of ['read', 'write'] as const) {
       it(`${direction} help (${language}) lists the points exactly as the catalogue generates them (run \`npm run docs\` to update)`, function () {
