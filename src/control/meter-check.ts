@@ -10,10 +10,7 @@
  * Levels, not changes: the battery's power as the regulator takes it may be a second off the meter's timing, which a
  * change between two readings does not survive. It decides only once the battery spanned EXCITATION_W, and on a clear
  * margin: wrong sign from s ≥ +0.5 where the loop also runs away (four setpoint moves one way, each making the reading
- * worse: a load the battery follows late, a kettle's pulse, make s positive for a while, but never that), or from
- * s ≥ +0.25 where the battery swung RUNAWAY_SPAN_W one way and the reading ran away with it (a fast battery reaches its
- * limit in two moves; the power the regulator takes for a wrong-sign meter's battery lags, which holds s low), too
- * small only where every reading also lay within KW_READING_W. A right meter
+ * worse: a load the battery follows late, a kettle's pulse, make s positive for a while, but never that), too small only where every reading also lay within KW_READING_W. A right meter
  * confirmed (s ≤ -0.5) ends the check: a later load or a battery that falls short cannot raise a false alarm.
  * A kW meter never moves the regulator (0.35 is within any dead band), so nothing excites it: where the first readings
  * all lie within KW_READING_W and one is no whole number, the check asks once for a probe (PROBE_W more discharge,
@@ -43,10 +40,6 @@ const RIGHT_SLOPE = 0.5;
 /** A runaway: this many setpoint moves one way, and the reading moved away from where they ask by this share of them. */
 const RUNAWAY_MOVES = 4;
 const RUNAWAY_SHARE = 0.8;
-/** ...or fewer moves where the battery's whole travel one way (from its power before the first move) is this large (W). */
-const RUNAWAY_SPAN_W = 1000;
-/** A swing that large counts from this slope: the battery's power as the regulator takes it lags a runaway. */
-const SWUNG_SLOPE = 0.25;
 /** A kW meter's readings stay this small (W as given: a house of up to 30 kW); a W meter's move with the battery. */
 const KW_READING_W = 30;
 /** ...and it moves less than this share of the battery's moves. */
@@ -66,9 +59,6 @@ export class MeterCheck {
   /** Setpoint moves one way in a row: their direction, count, and where the setpoint and the reading were before. */
   private run: { direction: number; moves: number; setpoint: number; grid: number } | undefined;
   private lastSetpoint: { setpoint: number; grid: number } | undefined;
-  /** The battery's travel one way: its direction, and where the battery (before the first move: its power) and the reading were. */
-  private swing: { direction: number; setpoint: number; grid: number } | undefined;
-  private origin: { setpoint: number; grid: number } | undefined;
   /** Sums over the readings: n, Σb, Σg, Σb², Σbg; the battery's range. */
   private n = 0;
   private sumB = 0;
@@ -95,7 +85,7 @@ export class MeterCheck {
   /** Starts over (the loop steers again after a rest, or was re-enabled after a fault). */
   reset(): void {
     this.lastGrid = undefined;
-    this.run = this.lastSetpoint = this.swing = this.origin = undefined;
+    this.run = this.lastSetpoint = undefined;
     this.n = this.sumB = this.sumG = this.sumBB = this.sumBG = this.largest = 0;
     this.low = Infinity;
     this.high = -Infinity;
@@ -114,7 +104,7 @@ export class MeterCheck {
    */
   observe(grid: number, battery: number | undefined, setpoint?: number): MeterFault | undefined {
     if (this.confirmed || battery === undefined) return undefined;
-    this.follow(grid, setpoint, battery);
+    this.follow(grid, setpoint);
     if (this.heldMeter && grid === this.lastGrid) return undefined;
     this.lastGrid = grid;
     this.largest = Math.max(this.largest, Math.abs(grid));
@@ -128,39 +118,28 @@ export class MeterCheck {
     this.high = Math.max(this.high, battery);
     if (!this.excited) return undefined;
     const slope = (this.n * this.sumBG - this.sumB * this.sumG) / (this.n * this.sumBB - this.sumB * this.sumB);
-    if (slope >= SWUNG_SLOPE && this.runsAway(grid, setpoint, slope)) return 'inverted';
+    if (slope >= WRONG_SLOPE && this.runsAway(grid, setpoint)) return 'inverted';
     if (Math.abs(slope) < KW_SLOPE && this.largest <= KW_READING_W) return 'kilowatts';
     if (slope <= -RIGHT_SLOPE) this.confirmed = true;
     return undefined;
   }
 
   /** The setpoint's moves in a row one way (a reversal starts a new run). */
-  private follow(grid: number, setpoint: number | undefined, battery: number): void {
-    this.origin ??= { setpoint: battery, grid };
+  private follow(grid: number, setpoint: number | undefined): void {
     if (setpoint === undefined) return;
     const last = this.lastSetpoint;
     this.lastSetpoint = { setpoint, grid };
-    const from = last ?? this.origin;
-    if (setpoint === from.setpoint) return;
-    const direction = Math.sign(setpoint - from.setpoint);
-    if (this.swing?.direction !== direction) this.swing = { direction, ...from };
-    if (!last) return;
+    if (!last || setpoint === last.setpoint) return;
+    const direction = Math.sign(setpoint - last.setpoint);
     if (this.run?.direction === direction) this.run.moves++;
     else this.run = { direction, moves: 1, setpoint: last.setpoint, grid: last.grid };
   }
 
-  /**
-   * The moves made the reading worse by about as much as they moved (more discharge, more import): the whole swing, or
-   * the run of moves where there were enough of them or the swing is large (a fast battery reaches its limit in two).
-   */
-  private runsAway(grid: number, setpoint: number | undefined, slope: number): boolean {
-    if (setpoint === undefined) return false;
-    const worse = (from: { direction: number; setpoint: number; grid: number } | undefined) =>
-      from !== undefined && (grid - from.grid) * from.direction >= RUNAWAY_SHARE * Math.abs(setpoint - from.setpoint);
-    const swung = this.swing !== undefined && Math.abs(setpoint - this.swing.setpoint) >= RUNAWAY_SPAN_W;
-    if (swung && worse(this.swing)) return true;
-    const runs = swung || (slope >= WRONG_SLOPE && (this.run?.moves ?? 0) >= RUNAWAY_MOVES);
-    return runs && worse(this.run);
+  /** The run's moves made the reading worse by about as much as they moved: more discharge, more import. */
+  private runsAway(grid: number, setpoint: number | undefined): boolean {
+    const run = this.run;
+    if (!run || setpoint === undefined || run.moves < RUNAWAY_MOVES) return false;
+    return (grid - run.grid) * run.direction >= RUNAWAY_SHARE * Math.abs(setpoint - run.setpoint);
   }
 
   private get excited(): boolean {
