@@ -24,7 +24,7 @@ import {
   readPointsWithModelPoints,
   type WritePoint,
 } from '../src/points/catalogue';
-import { NUMBER_RULES, ZERO_FEED_IN_RULES, allowedText, settingRulesJson } from '../src/editor/inputs';
+import { NUMBER_RULES, REGULATOR_DEFAULTS, ZERO_FEED_IN_RULES, allowedText, settingRulesJson } from '../src/editor/inputs';
 import { text } from './node-support';
 import { DEVICES, VERDICTS, describeRow, runtimeVerdict } from './verdicts';
 import { launchChromium, requireChromium, startNodeRed, stopChild } from './node-red-process';
@@ -340,21 +340,27 @@ describe('editor in a real browser (chromium)', function () {
 
   it('finds the seven flow nodes, and only them, by the palette search "indevolt"', async () => {
     const search = page.locator('#red-ui-palette-search input');
-    // Typed as a user does: the search box filters on key-up.
+    // Typed as a user does: the search box filters on key-up. Node-RED hides what the filter leaves out (3.x by
+    // display alone, 4.x also marks it with data-filter), so the wait reads each entry's own display.
     await search.pressSequentially('indevolt');
-    const shown = () =>
-      page
-        .locator('#red-ui-palette-container .red-ui-palette-node:visible')
-        .evaluateAll((nodes) => nodes.map((n: any) => n.getAttribute('data-palette-type')).sort());
-    await page.waitForFunction(
-      (count) =>
-        (globalThis as any).document.querySelectorAll('#red-ui-palette-container .red-ui-palette-node[data-filter]').length > count,
-      0,
-    );
-    (await shown()).should.eql([...FLOW_TYPES].sort());
+    const shownTypes = () =>
+      [...(globalThis as any).document.querySelectorAll('#red-ui-palette-container .red-ui-palette-node')]
+        .filter((n: any) => n.style.display !== 'none')
+        .map((n: any) => n.getAttribute('data-palette-type'))
+        .sort()
+        .join(',');
+    const expected = [...FLOW_TYPES].sort().join(',');
+    await page
+      .waitForFunction(`(${shownTypes.toString()})() === ${JSON.stringify(expected)}`, undefined, { timeout: 10000 })
+      .catch(async () => {
+        // The wait's own message says nothing of what was shown; the list does.
+        (await page.evaluate(shownTypes)).should.equal(expected);
+      });
     await search.press('Escape');
     await page.waitForFunction(
-      () => (globalThis as any).document.querySelectorAll('#red-ui-palette-container .red-ui-palette-node[data-filter]').length === 0,
+      () =>
+        (globalThis as any).document.querySelectorAll('#red-ui-palette-container .red-ui-palette-node[style*="display: none"]').length ===
+        0,
     );
   });
 
@@ -477,6 +483,27 @@ describe('editor in a real browser (chromium)', function () {
     String(node.chargeSoc).should.equal('50');
     node.valid.should.be.true();
     (await errorMarkerShown(ID.control)).should.be.false();
+  });
+
+  it("gives a new zero feed-in node the runtime's defaults, and an older node's dialog each choice at its default", async () => {
+    const defaults: Record<string, unknown> = await page.evaluate(() => {
+      const definition = (globalThis as any).RED.nodes.getType('localbattery-zero-feed-in').defaults;
+      return Object.fromEntries(Object.entries(definition).map(([key, spec]: [string, any]) => [key, spec.value]));
+    });
+    const { meterTimeoutS, meterIntervalS, chargeModePower, ...sameNames } = REGULATOR_DEFAULTS;
+    for (const [key, value] of Object.entries(sameNames)) should(defaults[key]).equal(value, key);
+    defaults.meterTimeout!.should.equal(meterTimeoutS);
+    defaults.meterInterval!.should.equal(meterIntervalS);
+    // Empty: the device's charge limit, as at run time.
+    defaults.chargeModePower!.should.equal('');
+    (chargeModePower as number).should.be.above(0);
+    // The node in this flow predates the meter, mode and leash settings: its dialog shows their defaults, not blanks.
+    await openEditor(ID['zero-feed-in']);
+    for (const field of ['meterSends', 'meterSign', 'meterUnit', 'mode', 'onTimeout', 'onStop'])
+      (await page.locator(`#node-input-${field}`).inputValue()).should.equal(String(defaults[field]), field);
+    (await page.locator('#node-input-leash').inputValue()).should.equal(String(REGULATOR_DEFAULTS.leash));
+    await page.locator('#node-dialog-cancel').click();
+    await page.locator('.red-ui-tray').first().waitFor({ state: 'detached' });
   });
 
   it('groups the zero feed-in dialog in five sections, folds the rarely needed fields and opens a fold that holds a change', async () => {

@@ -131,6 +131,17 @@ describe('zero feed-in controller: what the battery does by itself (issue 34)', 
     simulator.control.soc.should.equal(80);
   });
 
+  it('by default discharges down to the factory backup SOC + 2 % without a warning', async () => {
+    simulator = await startSimulator({ ...DISCHARGING, capacityKwh: 0.3, initialSoc: 16 });
+    const { warnings } = start();
+    await until(discharging, 20000, 'discharging 1500 W');
+    let lowest = 100;
+    watching = setInterval(() => (lowest = Math.min(lowest, simulator.control.state === 2 ? simulator.control.soc : 100)), 50);
+    await until(() => simulator.control.state === 0 && simulator.batteryPower === 0, 60000, 'standby at the floor');
+    lowest.should.equal(simulator.settings.backupSoc + 2);
+    warnings.should.eql([]);
+  });
+
   it("discharges only down to the device's backup SOC + 2 %, and says so once", async () => {
     simulator = await startSimulator({ ...DISCHARGING, capacityKwh: 0.3, initialSoc: 25 });
     simulator.setData(BACKUP_SETTING, [20]).should.be.true();

@@ -284,7 +284,7 @@ export const REGULATOR_DEFAULTS = {
   target: 0,
   deadBand: 20,
   chargeSoc: 100,
-  dischargeSoc: 10,
+  dischargeSoc: 12,
   meterTimeoutS: 10,
   meterIntervalS: 1,
   onTimeout: 'standby' as OnTimeout,
