@@ -129,7 +129,9 @@ const SERIAL = 'COMPAT0000000005';
 const DEVICE_ID = 'compatdevice0001';
 // Zero feed-in sends a setpoint every few seconds; on the same device the newest setpoint wins, so it would supersede
 // the cheap-hours setpoints. It gets a device (and simulator) of its own, every other example shares the first.
-const OWN_DEVICE = { 'Zero feed-in.json': 'compatdevice0002' };
+// Examples that steer a device in real-time control get one of their own: on a shared one the other examples' zero
+// feed-in nodes supersede their commands.
+const OWN_DEVICE = { 'Zero feed-in.json': 'compatdevice0002', 'Cheap-hours charging.json': 'compatdevice0003' };
 const CATCH_TEST = { inject: 'catchinject00001', read: 'catchread0000001', debug: 'catchdebug000001', name: 'error code test' };
 // Examples that need more than this package: their own tests in the suite (run above on Node-RED 5) cover them.
 const NEEDS_MORE = [
@@ -177,9 +179,9 @@ function freePort() {
 }
 
 /** Every example on its own tab, pointed at a simulator (see OWN_DEVICE); discovery asks the simulator only. */
-function flows(simulator, zeroSimulator) {
+function flows(simulator, own) {
   const device = (id, sim, name) => ({ id, type: 'localbattery-device', name, host: '127.0.0.1', port: sim.port, username: 'opend', namespace: 'Vendor', minInterval: 1000, timeout: 10000 });
-  const all = [device(DEVICE_ID, simulator, 'Simulator'), device(OWN_DEVICE['Zero feed-in.json'], zeroSimulator, 'Simulator (zero feed-in)')];
+  const all = [device(DEVICE_ID, simulator, 'Simulator'), ...Object.entries(OWN_DEVICE).map(([file, id]) => device(id, own[file], `Simulator (${file.replace('.json', '')})`))];
   const examples = fs.readdirSync(path.join(ROOT, 'examples')).filter((file) => file.endsWith('.json') && !NEEDS_MORE.includes(file)).sort();
   for (const file of examples) {
     const tab = { id: `tab-${file.replace(/\W/g, '-')}`, type: 'tab', label: file.replace('.json', '') };
@@ -208,7 +210,8 @@ function flows(simulator, zeroSimulator) {
 let red;
 let redExited = false;
 let simulator;
-let zeroSimulator;
+/** The simulators of OWN_DEVICE, by example file. */
+const own = {};
 let socket;
 const redLog = [];
 
@@ -226,7 +229,7 @@ async function stop() {
     clearTimeout(timer);
   }
   if (simulator) await simulator.stop();
-  if (zeroSimulator) await zeroSimulator.stop();
+  for (const sim of Object.values(own)) await sim.stop();
 }
 process.on('exit', () => {
   if (red && !redExited) red.kill('SIGKILL');
@@ -236,18 +239,22 @@ for (const signal of ['SIGINT', 'SIGTERM']) process.on(signal, () => stop().fina
 async function main() {
   simulator = new DeviceSimulator({ host: '127.0.0.1', port: 0, udpPort: 0, password: OLD_PASSWORD, serialNumber: SERIAL, timeScale: 30, workingMode: 5 });
   await simulator.start();
-  zeroSimulator = new DeviceSimulator({ host: '127.0.0.1', port: 0, udpPort: null, password: OLD_PASSWORD, timeScale: 30, workingMode: 5 });
-  await zeroSimulator.start();
+  for (const file of Object.keys(OWN_DEVICE)) {
+    own[file] = new DeviceSimulator({ host: '127.0.0.1', port: 0, udpPort: null, password: OLD_PASSWORD, timeScale: 30, workingMode: 5 });
+    await own[file].start();
+  }
+  const zeroSimulator = own['Zero feed-in.json'];
+  const cheapHoursSimulator = own['Cheap-hours charging.json'];
 
   const userDir = path.join(WORK, 'userdir');
   const scope = path.join(userDir, 'node_modules', ...pkg.name.split('/').slice(0, -1));
   fs.mkdirSync(scope, { recursive: true });
   fs.symlinkSync(ROOT, path.join(userDir, 'node_modules', pkg.name), 'dir');
   fs.writeFileSync(path.join(userDir, 'package.json'), JSON.stringify({ name: 'compat-user-dir', private: true, dependencies: { [pkg.name]: `file:${ROOT}` } }, null, 2));
-  const flow = flows(simulator, zeroSimulator);
+  const flow = flows(simulator, own);
   fs.writeFileSync(path.join(userDir, 'flows.json'), JSON.stringify(flow, null, 2));
   const passwordNode = flow.find((node) => node.type === 'localbattery-password');
-  fs.writeFileSync(path.join(userDir, 'flows_cred.json'), JSON.stringify({ [DEVICE_ID]: { password: OLD_PASSWORD }, [OWN_DEVICE['Zero feed-in.json']]: { password: OLD_PASSWORD }, [passwordNode.id]: { password: NEW_PASSWORD } }));
+  fs.writeFileSync(path.join(userDir, 'flows_cred.json'), JSON.stringify({ [DEVICE_ID]: { password: OLD_PASSWORD }, ...Object.fromEntries(Object.values(OWN_DEVICE).map((id) => [id, { password: OLD_PASSWORD }])), [passwordNode.id]: { password: NEW_PASSWORD } }));
   const port = await freePort();
   const settings = {
     uiHost: '127.0.0.1',
@@ -386,11 +393,11 @@ async function main() {
     await until('grid charging and charge results', () => debugAt('d3a0000000000001', since).length >= 2, 20000);
     await inject('i3a0000000000002');
     await until('the mode and grid charging write results', () => debugAt('d3a0000000000001', since).length >= 4, 15000);
-    await until('working mode 1', () => simulator.workingMode === 1, 5000);
-    if (simulator.settings.gridCharging !== 1000) throw new Error(`grid charging still ${simulator.settings.gridCharging}`);
+    await until('working mode 1', () => cheapHoursSimulator.workingMode === 1, 5000);
+    if (cheapHoursSimulator.settings.gridCharging !== 1000) throw new Error(`grid charging still ${cheapHoursSimulator.settings.gridCharging}`);
     const errors = debugAt('d3a0000000000001', since).filter((entry) => !entry.msg.payload || entry.msg.payload.result === false);
     if (errors.length) throw new Error(`results ${JSON.stringify(errors.map((entry) => entry.msg.payload))}`);
-    return `${debugAt('d3a0000000000001', since).length} results, working mode ${simulator.workingMode}`;
+    return `${debugAt('d3a0000000000001', since).length} results, working mode ${cheapHoursSimulator.workingMode}`;
   });
 
   await check('First-time setup: discover (simulator on loopback only)', async () => {
@@ -412,7 +419,7 @@ async function main() {
 
   await check('Device logs: no pacing violations or protocol errors', async () => {
     const summary = [];
-    for (const [name, sim] of [['main', simulator], ['zero feed-in', zeroSimulator]]) {
+    for (const [name, sim] of [['main', simulator], ...Object.entries(own)]) {
       const stats = sim.stats;
       if (stats.violations.length || stats.protocolErrors.length) throw new Error(`${name}: ${JSON.stringify({ violations: stats.violations.slice(0, 5), protocolErrors: stats.protocolErrors.slice(0, 5) })}`);
       summary.push(`${name} ${stats.requests} requests ${JSON.stringify(stats.byOperation)}`);

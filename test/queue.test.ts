@@ -317,9 +317,9 @@ describe('device queue (one per device, sessions per user)', function () {
   describe('arrival margin', () => {
     it('holds a prior while few connections are timed', () => {
       const margin = new ArrivalMargin();
-      margin.ms.should.equal(110);
+      margin.ms.should.equal(125);
       for (let i = 0; i < 7; i++) margin.connected(1);
-      margin.ms.should.equal(110);
+      margin.ms.should.equal(125);
     });
 
     it('follows the spread of connect times, scaled for the window, and not the answer times', () => {
@@ -327,25 +327,25 @@ describe('device queue (one per device, sessions per user)', function () {
       // 32 handshakes of 20 and 80 ms: a range of 60 ms, times 33/31 for 32 samples.
       for (let i = 0; i < 32; i++) margin.connected(20 + (i % 2) * 60);
       margin.spreadMs.should.be.approximately(63.87, 0.01);
-      margin.ms.should.equal(74);
+      margin.ms.should.equal(89);
       // Answers of 0.9 to 1.1 s (the device's processing) change nothing.
       for (let i = 0; i < 32; i++) margin.answered();
-      margin.ms.should.equal(74);
+      margin.ms.should.equal(89);
       // On loopback the network adds almost nothing.
       for (let i = 0; i < 32; i++) margin.connected(0.2 + (i % 5) * 0.1);
-      margin.ms.should.equal(11);
+      margin.ms.should.equal(26);
     });
 
     it('widens at once when one connection is slower, and forgets it after a window', () => {
       const margin = new ArrivalMargin();
       for (let i = 0; i < 32; i++) margin.connected(1);
-      margin.ms.should.equal(10);
+      margin.ms.should.equal(25);
       margin.connected(61);
-      margin.ms.should.equal(74);
+      margin.ms.should.equal(89);
       for (let i = 0; i < 31; i++) margin.connected(1);
-      margin.ms.should.equal(74);
+      margin.ms.should.equal(89);
       margin.connected(1);
-      margin.ms.should.equal(10);
+      margin.ms.should.equal(25);
     });
 
     it('grows by a step for each 503, shrinks by 1 ms per answer, within bounds', () => {
@@ -353,13 +353,13 @@ describe('device queue (one per device, sessions per user)', function () {
       for (let i = 0; i < 32; i++) margin.connected(1);
       margin.rejectedAsEarly();
       margin.rejectedAsEarly();
-      margin.ms.should.equal(60);
+      margin.ms.should.equal(75);
       for (let i = 0; i < 10; i++) margin.answered();
-      margin.ms.should.equal(50);
+      margin.ms.should.equal(65);
       for (let i = 0; i < 100; i++) margin.rejectedAsEarly();
       margin.ms.should.equal(400);
       for (let i = 0; i < 1000; i++) margin.answered();
-      margin.ms.should.equal(10);
+      margin.ms.should.equal(25);
     });
   });
 
