@@ -68,7 +68,9 @@ describe('charge mode reaching its SOC mid-run', function () {
     const decisions: Decision[] = [];
     const reports: UnitReport[][] = [];
     const failures: unknown[] = [];
+    const warnings: string[] = [];
     const controller = new ZeroFeedInController(group ?? sessions[0], config, {
+      warning: (kind) => warnings.push(kind),
       decision: (decision) => {
         decisions.push(decision);
         if (group) reports.push(group.report());
@@ -81,7 +83,7 @@ describe('charge mode reaching its SOC mid-run', function () {
     controller.start();
     running.controller = controller;
     running.feeding = setInterval(() => controller.reading(sims[0].meterPower), 500);
-    return { controller, decisions, reports, failures };
+    return { controller, decisions, reports, failures, warnings };
   }
 
   /** Switches to normal: its first setpoint (within `ms`) is the house's 400 W of load. */
@@ -121,6 +123,19 @@ describe('charge mode reaching its SOC mid-run', function () {
     await normalSteersOntoTheLoad(controller, decisions, 3000);
     await until(() => sim.batteryPower > 300, 8000, 'discharging in normal');
     await until(() => sim.value(GRID_CHARGING) === OFF, 5000, 'grid charging back off');
+    failures.should.eql([]);
+    should(sim.stats.violations).be.empty();
+  });
+
+  it('a 1600-class device (no grid-charging setting, refuses 1143): charges without touching it, says so once, no failure', async () => {
+    const [sim] = await units([TARGET_SOC - 5], { ...UNIT, model: '1600' });
+    const { controller, failures, warnings } = charge(800);
+    await until(() => held(sim) === -800, 5000, 'charging at 800 W');
+    await until(() => warnings.length > 0, 5000, 'the warning');
+    controller.setMode('normal');
+    controller.setMode('charge');
+    await until(() => held(sim) === -800, 5000, 'charging again');
+    warnings.should.eql(['noGridCharging']);
     failures.should.eql([]);
     should(sim.stats.violations).be.empty();
   });

@@ -204,8 +204,8 @@ export class SimulatedUnit implements BatteryPlant {
     }).then(() => undefined);
   }
 
-  gridCharging(): Promise<void> {
-    return Promise.resolve();
+  gridCharging(): Promise<boolean> {
+    return Promise.resolve(true);
   }
 
   othersWrote(): undefined {

@@ -192,7 +192,7 @@ describe('group plant (src/control/group-plant.ts): several devices behind one m
       read: (): Promise<PlantReading> =>
         fails() ? Promise.reject(new Error('connect ECONNREFUSED')) : Promise.resolve({ battery: 0, soc }),
       selfConsumption: () => Promise.resolve(),
-      gridCharging: () => Promise.resolve(),
+      gridCharging: () => Promise.resolve(true),
       othersWrote: () => undefined,
     });
     let off = false;

@@ -75,8 +75,11 @@ export interface BatteryPlant {
   read(withMeter: boolean, options?: ReadOptions): Promise<PlantReading>;
   /** Hands the battery back to the device's own self-consumption. */
   selfConsumption(): Promise<void>;
-  /** Grid charging (1143) on for the charge mode where it is off; off: back to what it was before. */
-  gridCharging(on: boolean): Promise<void>;
+  /**
+   * Grid charging (1143) on for the charge mode where it is off; off: back to what it was before. False where a device
+   * has no such setting (it answers no 2618: the 1600 class, which refuses 1143): nothing is written there.
+   */
+  gridCharging(on: boolean): Promise<boolean>;
   /** A change by another writer in this process after `since` (performance.now()), if any. */
   othersWrote(since: number): OthersWrite | undefined;
   /** Whether the command in force would carry another SOC field now (the leash moves with the SOC). */
@@ -285,21 +288,26 @@ export class DevicePlant implements BatteryPlant {
     await this.session.write(REAL_TIME.modeAddress, SELF_CONSUMPTION);
   }
 
-  async gridCharging(on: boolean): Promise<void> {
+  async gridCharging(on: boolean): Promise<boolean> {
     if (!on) {
       const restore = this.gridChargingRestore;
       this.gridChargingRestore = undefined;
       if (restore !== undefined) await this.session.write(GRID_CHARGING_SETTING, restore);
-      return;
+      return true;
     }
-    if (this.gridChargingRestore !== undefined) return;
-    const before = (await this.gridChargingSetting()) ?? 0;
-    if (before === 1) return;
+    if (this.gridChargingRestore !== undefined) return true;
+    const before = await this.gridChargingSetting();
+    if (before === undefined) return false;
+    if (before === 1) return true;
     this.gridChargingRestore = before;
     await this.session.write(GRID_CHARGING_SETTING, 1);
+    return true;
   }
 
-  /** Grid charging as the device has it (0/1): the newest known of 2618 and 1143, else a read of 2618. */
+  /**
+   * Grid charging as the device has it (0/1): the newest known of 2618 and 1143, else a read of 2618; undefined where
+   * the device answers none.
+   */
   private async gridChargingSetting(): Promise<number | undefined> {
     const read = this.session.knownValue(GRID_CHARGING);
     const written = this.session.knownValue(GRID_CHARGING_SETTING);

@@ -741,12 +741,13 @@ export class GroupPlant implements BatteryPlant {
     void this.again(true, total !== undefined).catch(() => undefined);
   }
 
-  /** Every unit's grid charging; a unit that refuses it is reported, the others go on. */
-  async gridCharging(on: boolean): Promise<void> {
+  /** Every unit's grid charging; a unit that refuses it is reported, the others go on. False where a unit has none. */
+  async gridCharging(on: boolean): Promise<boolean> {
     const results = await Promise.allSettled(this.units.map((u) => u.plant.gridCharging(on)));
     results.forEach((r, i) => {
       if (r.status === 'rejected') this.options.unitFailure?.(this.units[i]!.member.id, r.reason);
     });
+    return results.every((r) => r.status === 'rejected' || r.value);
   }
 
   async selfConsumption(): Promise<void> {

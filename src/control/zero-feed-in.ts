@@ -55,9 +55,10 @@ export interface ZeroFeedInHost {
   implausibleBattery(power: number): void;
   /**
    * Said once each: 'backupFloor': the device's backup SOC raised Discharge to (values: floor, dischargeSoc);
-   * 'commandDropped': the device dropped its command (a restart, a reconnect) and was steered again (values: setpoint).
+   * 'commandDropped': the device dropped its command (a restart, a reconnect) and was steered again (values: setpoint);
+   * 'noGridCharging': the charge mode found a battery without a grid-charging setting (the 1600 class) and left it.
    */
-  warning?(kind: 'backupFloor' | 'commandDropped', values: Record<string, number>): void;
+  warning?(kind: 'backupFloor' | 'commandDropped' | 'noGridCharging', values: Record<string, number>): void;
   /** The meter cannot be right (said once per fault): the loop stopped, the battery left in standby or as On stop says. */
   meterFault(fault: MeterFault): void;
 }
@@ -122,6 +123,7 @@ export class ZeroFeedInController {
   /** What the battery may still move by itself under the leash (Wh), as last read. */
   private leashWhNow: number | undefined;
   private warnedFloor = false;
+  private warnedNoGridCharging = false;
   private warnedDropped = false;
   /** A check whether the device still holds its command is under way; when the last began (see checkCommand()). */
   private checking = false;
@@ -627,7 +629,10 @@ export class ZeroFeedInController {
     const work = this.settingWork.then(async () => {
       try {
         if (on && this.closed) return;
-        await this.plant.gridCharging(on);
+        if (!(await this.plant.gridCharging(on)) && !this.warnedNoGridCharging) {
+          this.warnedNoGridCharging = true;
+          this.host.warning?.('noGridCharging', {});
+        }
       } catch (error) {
         this.failure(error);
       }
