@@ -6,7 +6,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import 'should';
-import { READ_POINTS, WRITE_POINTS } from '../src/points/catalogue';
+import { MODEL_READ_POINTS, READ_POINTS, WRITE_POINTS, servingAddresses } from '../src/points/catalogue';
 import { MODELS_END, MODELS_START, TABLE_END, TABLE_START, modelTable, pointTables } from '../src/points/docs';
 
 const ROOT = path.join(__dirname, '..', '..');
@@ -86,5 +86,9 @@ describe('docs/reference.md', () => {
 
   it('lists every point of the catalogue by name and address', () => {
     for (const point of [...READ_POINTS, ...WRITE_POINTS]) reference.should.containEql(`| \`${point.name}\` | ${point.address} |`);
+  });
+
+  it('lists every model read point with the addresses each model serves it at', () => {
+    for (const point of MODEL_READ_POINTS) reference.should.containEql(`| \`${point.name}\` | ${servingAddresses(point).join(' / ')} |`);
   });
 });

@@ -28,7 +28,7 @@ const enumText = (options?: EnumOption[]) =>
     ? options.map((o) => `${o.value} ${o.label}${o.beyondSpec ? ` (beyond the specification; source: ${o.source})` : ''}`).join('; ')
     : '';
 /** Device class and state class, and Home Assistant's unit where it spells the unit differently. */
-function homeAssistantText(p: ReadPoint): string {
+function homeAssistantText(p: ReadPoint | ModelReadPoint): string {
   const sensor = homeAssistantSensor(p);
   if (!sensor) return '';
   const unit = sensor.unit_of_measurement && sensor.unit_of_measurement !== p.unit ? ` (${sensor.unit_of_measurement})` : '';
@@ -43,10 +43,12 @@ export function pointTables(): string {
     '',
     '| Name | Address | Category | Type | Unit | Home Assistant | Values / note | Written by |',
     '|---|---|---|---|---|---|---|---|',
-    ...READ_POINTS.map(
-      (p) =>
-        `| \`${p.name}\` | ${p.address} | ${cell(p.category)} | ${p.type} | ${cell(p.unit)} | ${cell(homeAssistantText(p))} | ${cell([enumText(p.enum), p.note, beyondSpecText(p)].filter(Boolean).join(' — '))} | ${p.writtenBy ? '`' + p.writtenBy + '`' : ''} |`,
-    ),
+    // A model read point is read at the address its model serves: both are named.
+    ...readPointsWithModelPoints().map((p) => {
+      const address = 'address' in p ? String(p.address) : servingAddresses(p).join(' / ');
+      const notes = [enumText(p.enum), p.note, 'address' in p ? beyondSpecText(p) : ''].filter(Boolean).join(' — ');
+      return `| \`${p.name}\` | ${address} | ${cell(p.category)} | ${p.type} | ${cell(p.unit)} | ${cell(homeAssistantText(p))} | ${cell(notes)} | ${p.writtenBy ? '`' + p.writtenBy + '`' : ''} |`;
+    }),
     '',
     '### Write points',
     '',
