@@ -13,7 +13,7 @@ import { DEFAULTS, DeviceClient, type ClientOptions, type ClientSession, type Co
 import { discoverDevices } from '../src/discovery/discovery';
 import { editorScanOptions } from '../src/flow/discover';
 import { ValidationError } from '../src/errors';
-import { deviceInputs, deviceLimits, editorCatalogueJson, envVarName } from '../src/editor/inputs';
+import { configuredLimits, deviceInputs, editorCatalogueJson, envVarName } from '../src/editor/inputs';
 import { answerError, editorRequest, shownReport, type EditorRequest, type SavedDevice } from '../src/editor/editor-request';
 import { DeviceUsers } from '../src/flow/device-users';
 import { describeError } from './shared';
@@ -51,7 +51,8 @@ function optionsFrom(settings: Partial<Record<keyof DeviceDef, unknown>>, passwo
     namespace: values.namespace,
     minIntervalMs: values.minIntervalMs,
     timeoutMs: values.timeoutMs,
-    ...deviceLimits(values),
+    // Left empty: the client takes the specification's, lowered to what the device reports.
+    ...configuredLimits(values),
   };
 }
 

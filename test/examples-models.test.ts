@@ -72,8 +72,8 @@ describe('examples on both model classes', function () {
         // A control node's own power serves charge and discharge alike, unless it clamps to the device's limits.
         if (node.type === 'localbattery-control' && !node.clamp)
           Number(node.power).should.be.belowOrEqual(smallest, `${file}: ${node.name}`);
-        if (node.type === 'localbattery-zero-feed-in' && node.chargePower)
-          Number(node.chargePower).should.be.belowOrEqual(smallestCharge, `${file}: ${node.name}'s charge mode power`);
+        if (node.type === 'localbattery-zero-feed-in' && node.chargeModePower)
+          Number(node.chargeModePower).should.be.belowOrEqual(smallestCharge, `${file}: ${node.name}'s charge mode power`);
         if (node.type === 'inject' && /"power"/.test(node.payload ?? ''))
           Number(JSON.parse(node.payload).power).should.be.belowOrEqual(smallest, `${file}: ${node.name}`);
       }

@@ -36,14 +36,14 @@ describe('zero feed-in controller: what the battery does by itself (issue 34)', 
   });
 
   /** The controller on the simulator, fed the simulator's meter every 500 ms; its warnings and its session. */
-  function start(settings: Record<string, unknown> = {}) {
+  function start(settings: Record<string, unknown> = {}, failures: unknown[] = []) {
     client = new DeviceClient({ host: '127.0.0.1', port: simulator.port, password: PASSWORD, timeoutMs: 3000 });
     const warnings: { kind: string; values: Record<string, number> }[] = [];
     const session: ClientSession = client.session();
     const host: ZeroFeedInHost = {
       decision: () => undefined,
       changed: () => undefined,
-      failure: () => undefined,
+      failure: (error) => failures.push(error),
       implausibleBattery: () => undefined,
       meterFault: () => undefined,
       warning: (kind, values) => warnings.push({ kind, values }),
@@ -129,6 +129,20 @@ describe('zero feed-in controller: what the battery does by itself (issue 34)', 
     start({ mode: 'charge', chargeSoc: 80, chargeModePower: 1000 });
     await until(() => simulator.control.state === 1, 20000, 'charging');
     simulator.control.soc.should.equal(80);
+  });
+
+  it("keeps within a 1600-class battery's own limits where its configuration says 2400 W, and says so once", async () => {
+    // 1500 W of load: the device refuses a discharge over 800 W, which the configuration's 2400 W would let through.
+    simulator = await startSimulator({ ...DISCHARGING, model: '1600', capacityKwh: 2, initialSoc: 60 });
+    const failures: unknown[] = [];
+    const { warnings } = start({}, failures);
+    await until(() => simulator.control.state === 2 && simulator.control.power === 800, 20000, 'discharging at 800 W');
+    await until(() => warnings.length > 0, 10000, 'the warning');
+    const seen = simulator.stats.requests;
+    await until(() => simulator.stats.requests >= seen + 6, 20000, 'six more requests');
+    warnings.should.eql([{ kind: 'deviceLimits', values: { charge: 1200, discharge: 800 } }]);
+    failures.should.eql([]);
+    simulator.control.power.should.equal(800);
   });
 
   it('by default discharges down to the factory backup SOC + 2 % without a warning', async () => {

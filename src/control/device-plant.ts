@@ -129,6 +129,8 @@ const BATTERY = address('batteryPower');
 const SOC = address('batterySoc');
 const BACKUP_SOC = address('backupSoc');
 const RATED_CAPACITY = address('ratedCapacity');
+/** The device's own limits: read with 6000, they lower the session's limits (DeviceClient.limits). */
+const REPORTED_LIMITS = [address('maxChargePower'), address('maxDischargePower')];
 const STATE_READ_BACK = address('controlStateReadback');
 const READ_BACK = [STATE_READ_BACK, address('controlSocReadback'), address('controlPowerReadback')];
 /**
@@ -257,8 +259,10 @@ export class DevicePlant implements BatteryPlant {
   }
 
   async read(withMeter: boolean, options: ReadOptions = {}): Promise<PlantReading> {
-    const own = [BATTERY, SOC, BACKUP_SOC, RATED_CAPACITY];
+    const own = [BATTERY, SOC, BACKUP_SOC, RATED_CAPACITY, ...REPORTED_LIMITS];
     const { values } = await this.session.read(withMeter ? [METER, METER_1600, ...own] : own, options);
+    // The device's own limits, now known to the session, are the last check of every command.
+    this.controlOptions.limits = this.session.limits;
     const number = (a: number) => (typeof values.get(a) === 'number' ? (values.get(a) as number) : undefined);
     const backup = number(BACKUP_SOC);
     if (backup !== undefined) this.backupSoc = backup;

@@ -398,6 +398,11 @@ export class Regulator {
     this.current = { ...this.current, maxDischarge };
   }
 
+  /** The charge bound (W) where the device's own limit is under Charge at most. Like setMaxDischarge. */
+  setMaxCharge(maxCharge: number): void {
+    this.current = { ...this.current, maxCharge };
+  }
+
   /**
    * The discharge floor (%) where the device's own backup SOC raises it: the state stays the acknowledged setpoint
    * within it. The settings given to the constructor stay as they were.

@@ -56,9 +56,10 @@ export interface ZeroFeedInHost {
   /**
    * Said once each: 'backupFloor': the device's backup SOC raised Discharge to (values: floor, dischargeSoc);
    * 'commandDropped': the device dropped its command (a restart, a reconnect) and was steered again (values: setpoint);
-   * 'noGridCharging': the charge mode found a battery without a grid-charging setting (the 1600 class) and left it.
+   * 'noGridCharging': the charge mode found a battery without a grid-charging setting (the 1600 class) and left it;
+   * 'deviceLimits': the battery reports lower limits than the settings (values: charge, discharge), kept within.
    */
-  warning?(kind: 'backupFloor' | 'commandDropped' | 'noGridCharging', values: Record<string, number>): void;
+  warning?(kind: 'backupFloor' | 'commandDropped' | 'noGridCharging' | 'deviceLimits', values: Record<string, number>): void;
   /** The meter cannot be right (said once per fault): the loop stopped, the battery left in standby or as On stop says. */
   meterFault(fault: MeterFault): void;
 }
@@ -124,6 +125,9 @@ export class ZeroFeedInController {
   private leashWhNow: number | undefined;
   private warnedFloor = false;
   private warnedNoGridCharging = false;
+  private warnedLimits = false;
+  /** Charge at most / Discharge at most, lowered to the battery's own limits once it reported them (W). */
+  private powerNow: { charge: number; discharge: number };
   private warnedDropped = false;
   /** A check whether the device still holds its command is under way; when the last began (see checkCommand()). */
   private checking = false;
@@ -156,12 +160,13 @@ export class ZeroFeedInController {
     plant.steeredBy?.({ steering: () => this.steers, floor: () => (regulated(this.modeNow) ? this.regulator.floor : -Infinity) });
     this.modeNow = config.mode;
     this.meterCheck = new MeterCheck(heldMeter);
-    this.regulator.setMaxDischarge(dischargeBound(config.mode, config.regulator.maxDischarge));
+    this.powerNow = { charge: config.regulator.maxCharge, discharge: config.regulator.maxDischarge };
+    this.regulator.setMaxDischarge(dischargeBound(config.mode, this.powerNow.discharge));
   }
 
-  /** What the charge mode charges with and up to. */
+  /** What the charge mode charges with (within the battery's own charge limit) and up to. */
   get chargeMode(): ChargeMode {
-    return this.config.charge;
+    return { ...this.config.charge, power: Math.min(this.config.charge.power, this.powerNow.charge) };
   }
 
   /** The battery mode in force (src/control/modes.ts). */
@@ -264,7 +269,7 @@ export class ZeroFeedInController {
     const was = this.modeNow;
     if (mode === was) return this.host.changed();
     this.modeNow = mode;
-    this.regulator.setMaxDischarge(dischargeBound(mode, this.config.regulator.maxDischarge));
+    this.regulator.setMaxDischarge(dischargeBound(mode, this.powerNow.discharge));
     const on = this.regulator.enabled && !this.closed;
     // Into charge: grid charging on at once (after the setpoint). Out of it: back after the new mode's first decision,
     // so that its setpoint takes the device's next slot.
@@ -517,6 +522,7 @@ export class ZeroFeedInController {
       const { battery, soc, meter, dischargeSoc, leashWh } = await this.plant.read(withMeter, options);
       if (soc !== undefined) this.regulator.observeSoc(soc, this.now());
       this.followFloor(dischargeSoc);
+      this.followLimits();
       this.leashWhNow = leashWh ?? this.leashWhNow;
       // In charge, the SOC decides when it stops (with the device's meter, the reading below looks).
       if (!withMeter && !regulated(this.modeNow) && this.regulator.enabled && !this.handing && !this.closed)
@@ -547,6 +553,24 @@ export class ZeroFeedInController {
     if (floor <= dischargeSoc || this.warnedFloor) return;
     this.warnedFloor = true;
     this.host.warning?.('backupFloor', { floor, dischargeSoc });
+  }
+
+  /**
+   * The plant's limits (the battery's own once read, see DeviceClient.limits) bound the regulator and the charge mode;
+   * said once where they lower the settings.
+   */
+  private followLimits(): void {
+    const { chargeLimit, dischargeLimit } = this.plant.limits;
+    const { maxCharge, maxDischarge } = this.config.regulator;
+    const charge = Math.min(maxCharge, chargeLimit);
+    const discharge = Math.min(maxDischarge, dischargeLimit);
+    if (charge === this.powerNow.charge && discharge === this.powerNow.discharge) return;
+    this.powerNow = { charge, discharge };
+    this.regulator.setMaxCharge(charge);
+    this.regulator.setMaxDischarge(dischargeBound(this.modeNow, discharge));
+    if (this.warnedLimits || (charge === maxCharge && discharge === maxDischarge)) return;
+    this.warnedLimits = true;
+    this.host.warning?.('deviceLimits', { charge: chargeLimit, discharge: dischargeLimit });
   }
 
   private warnDropped(setpoint: number): void {
@@ -600,7 +624,7 @@ export class ZeroFeedInController {
   private steerFixed(grid?: number, force = false): void {
     const mode = this.modeNow as 'charge' | 'standby';
     if (grid !== undefined) this.fixedReading = { grid, at: this.now() };
-    const fixed = fixedSetpoint(mode, this.config.charge, this.regulator.soc, this.fixedCharging);
+    const fixed = fixedSetpoint(mode, this.chargeMode, this.regulator.soc, this.fixedCharging);
     const key = `${fixed.watts} ${fixed.soc ?? ''}`;
     const change = key !== this.fixedSent;
     if (change || grid !== undefined || force) this.report(this.modeDecision(fixed.watts, grid, change ? 'set' : 'hold', fixed));

@@ -13,6 +13,7 @@ import {
   REAL_TIME,
   decodeValue,
   modelClassOf,
+  pointByName,
   modelsTakingText,
   servingAddresses,
   resolveWritePoint,
@@ -129,7 +130,12 @@ export interface ConnectionReport {
 const MODEL_PROBE = MODEL_READ_POINTS.flatMap(servingAddresses);
 
 /** The points that report the device's own limits, read with the serial number in Test connection. */
-const REPORTED_LIMITS = { chargeLimit: 114, dischargeLimit: 115 } as const;
+const REPORTED_LIMITS = { chargeLimit: pointByName('maxChargePower')!.address, dischargeLimit: pointByName('maxDischargePower')!.address };
+
+/** A value of 114 or 115 that could serve as a limit, else undefined. */
+function asLimit(value: unknown): number | undefined {
+  return typeof value === 'number' && Number.isInteger(value) && value >= POWER_LIMIT.min && value <= POWER_LIMIT.max ? value : undefined;
+}
 
 /** Realm for operations other than User.SetConfig: the device accepts any value there. */
 const CLIENT_REALM = 'opend';
@@ -169,8 +175,8 @@ export class DeviceClient extends EventEmitter implements QueueMember, DeviceOpe
   readonly configuredNamespace: string | undefined;
   readonly minIntervalMs: number;
   readonly timeoutMs: number;
-  /** The charge and discharge limits every write is checked against. */
-  readonly limits: PowerLimits;
+  /** The charge and discharge limits the configuration sets; one left empty is the specification's, as reported. */
+  private readonly configuredLimits: Partial<PowerLimits>;
   readonly maxQueue: number;
   readonly maxAddressesPerRead = MAX_ADDRESSES_PER_READ;
   private readonly username: string;
@@ -213,9 +219,9 @@ export class DeviceClient extends EventEmitter implements QueueMember, DeviceOpe
     if (!Number.isFinite(this.timeoutMs) || this.timeoutMs < 100 || this.timeoutMs > 120000) {
       throw new ValidationError('time-out', options.timeoutMs, 'from 100 to 120000 ms');
     }
-    this.limits = {
-      chargeLimit: validatePowerLimit(options.chargeLimit ?? POWER_LIMIT.default, 'charge limit'),
-      dischargeLimit: validatePowerLimit(options.dischargeLimit ?? POWER_LIMIT.default, 'discharge limit'),
+    this.configuredLimits = {
+      chargeLimit: options.chargeLimit === undefined ? undefined : validatePowerLimit(options.chargeLimit, 'charge limit'),
+      dischargeLimit: options.dischargeLimit === undefined ? undefined : validatePowerLimit(options.dischargeLimit, 'discharge limit'),
     };
     this.maxQueue = options.maxQueue ?? DEFAULTS.maxQueue;
     this.credentialsKey = this.keyOfCredentials();
@@ -363,6 +369,18 @@ export class DeviceClient extends EventEmitter implements QueueMember, DeviceOpe
   }
 
   /**
+   * The charge and discharge limits every write is checked against: the configuration's; one left empty is the
+   * specification's 2400 W, lowered to what the device reports (114, 115) once anything read it (a BK1600 takes
+   * 1200 / 800 W). A limit set in the configuration stands (a cluster takes more than its master may report).
+   */
+  get limits(): PowerLimits {
+    const limit = (name: keyof PowerLimits) =>
+      this.configuredLimits[name] ??
+      Math.min(POWER_LIMIT.default, asLimit(this.knownValue(REPORTED_LIMITS[name])?.value) ?? POWER_LIMIT.default);
+    return { chargeLimit: limit('chargeLimit'), dischargeLimit: limit('dischargeLimit') };
+  }
+
+  /**
    * Device info plus one read of the serial number: shows that the mode and the namespace work, and which namespace
    * answered (the read may share a request with another flow's: the device state knows the namespace either way). The
    * same request asks for the limits the device reports (points 114 and 115; a model without them leaves them out).
@@ -374,10 +392,8 @@ export class DeviceClient extends EventEmitter implements QueueMember, DeviceOpe
     if (namespace === undefined) throw new BadResponseError('GetData', 'no namespace answered');
     const reported: Partial<PowerLimits> = {};
     for (const [name, address] of Object.entries(REPORTED_LIMITS) as [keyof PowerLimits, number][]) {
-      const value = values.get(address);
-      // Only what could serve as a limit is offered.
-      if (typeof value === 'number' && Number.isInteger(value) && value >= POWER_LIMIT.min && value <= POWER_LIMIT.max)
-        reported[name] = value;
+      const value = asLimit(values.get(address));
+      if (value !== undefined) reported[name] = value;
     }
     const modelClass = modelClassOf(new Set(MODEL_PROBE.filter((address) => values.has(address))));
     const model = modelClass && {

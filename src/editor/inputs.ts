@@ -192,12 +192,17 @@ export const deviceInputs = describeInputs({
   powerLimit: { setting: 'powerLimit', label: 'power limit', absent: isBlank, parse: powerLimit },
 });
 
-/** The limits of checked device settings: each given one, else the earlier single limit, else the specification's. */
-export function deviceLimits(values: { chargeLimit?: number; dischargeLimit?: number; powerLimit?: number }): PowerLimits {
-  return {
-    chargeLimit: values.chargeLimit ?? values.powerLimit ?? POWER_LIMIT.default,
-    dischargeLimit: values.dischargeLimit ?? values.powerLimit ?? POWER_LIMIT.default,
-  };
+type LimitSettings = { chargeLimit?: number; dischargeLimit?: number; powerLimit?: number };
+
+/** The limits a device configuration sets: each given one, else the earlier single limit; none where left empty. */
+export function configuredLimits(values: LimitSettings): Partial<PowerLimits> {
+  return { chargeLimit: values.chargeLimit ?? values.powerLimit, dischargeLimit: values.dischargeLimit ?? values.powerLimit };
+}
+
+/** The limits of checked device settings: those it sets, else the specification's. */
+export function deviceLimits(values: LimitSettings): PowerLimits {
+  const { chargeLimit = POWER_LIMIT.default, dischargeLimit = POWER_LIMIT.default } = configuredLimits(values);
+  return { chargeLimit, dischargeLimit };
 }
 
 const DEAD_BAND_FORM =
