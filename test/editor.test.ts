@@ -20,11 +20,13 @@ import {
   READ_POINTS,
   WRITE_POINTS,
   describeAllowed,
+  groupLimits,
   pointByName,
   readPointsWithModelPoints,
   type WritePoint,
 } from '../src/points/catalogue';
-import { NUMBER_RULES, REGULATOR_DEFAULTS, ZERO_FEED_IN_RULES, allowedText, settingRulesJson } from '../src/editor/inputs';
+import { NUMBER_RULES, REGULATOR_DEFAULTS, ZERO_FEED_IN_RULES, allowedText, deviceLimits, settingRulesJson } from '../src/editor/inputs';
+import { zeroFeedInProblems } from '../src/editor/editor-rules';
 import { text } from './node-support';
 import { DEVICES, VERDICTS, describeRow, runtimeVerdict } from './verdicts';
 import { launchChromium, requireChromium, startNodeRed, stopChild } from './node-red-process';
@@ -58,6 +60,7 @@ const PALETTE_LABEL_KEYS: Record<string, string> = {
 const ID = {
   tab: 'e2etab0000000001',
   device: 'e2edevice0000001',
+  bk1600: 'e2edevice0000002',
   discover: 'e2ediscover00001',
   read: 'e2eread000000001',
   write: 'e2ewrite00000001',
@@ -91,6 +94,20 @@ function flows(simulatorPort: number): Record<string, unknown>[] {
       namespace: 'Vendor',
       minInterval: 1000,
       timeout: 5000,
+    },
+    // A second battery with the 1600 class's limits, for a group's (used by no node as deployed).
+    {
+      id: ID.bk1600,
+      type: 'localbattery-device',
+      name: 'BK1600',
+      host: '127.0.0.1',
+      port: simulatorPort,
+      username: 'opend',
+      namespace: 'Vendor',
+      minInterval: 1000,
+      timeout: 5000,
+      chargeLimit: 1200,
+      dischargeLimit: 800,
     },
     {
       id: ID.discover,
@@ -610,6 +627,37 @@ describe('editor in a real browser (chromium)', function () {
     await openEditor(id);
     await typeInto('#node-input-target', '0');
     await done();
+  });
+
+  it("checks a group's powers against the sums of its devices' limits, as the runtime does (groupLimitsOf)", async () => {
+    const id = ID['zero-feed-in'];
+    const power = writePoint('controlPower');
+    const group = groupLimits([{ limits: deviceLimits({}) }, { limits: deviceLimits({ chargeLimit: 1200, dischargeLimit: 800 }) }]);
+    await openEditor(id);
+    await page.locator('#localbattery-zero-feed-in-more-batteries > summary').click();
+    await page.locator('#node-input-device2').selectOption(ID.bk1600);
+    for (const [direction, limit] of [
+      ['charge', group.chargeLimit],
+      ['discharge', group.dischargeLimit],
+    ] as const)
+      await page.locator(`#localbattery-zero-feed-in-${direction}-hint`, { hasText: `${power.min}–${limit}` }).waitFor();
+    // Within the sums (3600 / 3200 W) but over one device's 2400 W: valid for the group.
+    await typeInto('#node-input-maxCharge', String(group.chargeLimit));
+    await typeInto('#node-input-maxDischarge', String(group.dischargeLimit));
+    for (const field of ['maxCharge', 'maxDischarge'])
+      (await page.locator(`#node-input-${field}`).getAttribute('class'))!.should.not.match(/input-error/, field);
+    await typeInto('#node-input-maxDischarge', String(group.dischargeLimit + 1));
+    (await page.locator('#node-input-maxDischarge').getAttribute('class'))!.should.match(/input-error/);
+    // The runtime's verdict on the same settings.
+    zeroFeedInProblems({ maxDischarge: String(group.dischargeLimit + 1) }, group).should.have.property('maxDischarge');
+    zeroFeedInProblems({ maxDischarge: String(group.dischargeLimit) }, group).should.not.have.property('maxDischarge');
+    // Without the second device, the group's powers are over the one device's limit.
+    await page.locator('#node-input-device2').selectOption('');
+    await typeInto('#node-input-maxDischarge', String(group.dischargeLimit));
+    (await page.locator('#node-input-maxDischarge').getAttribute('class'))!.should.match(/input-error/);
+    await page.locator('#node-dialog-cancel').click();
+    await page.locator('.red-ui-tray').first().waitFor({ state: 'detached' });
+    (await nodeState(id)).should.containEql({ device2: '', maxCharge: '', maxDischarge: '' });
   });
 
   it('marks a set-password node whose new password is longer than 16 bytes invalid', async () => {
