@@ -14,6 +14,7 @@ import { discoverDevices } from '../src/discovery/discovery';
 import { editorScanOptions } from '../src/flow/discover';
 import { ValidationError } from '../src/errors';
 import { configuredLimits, deviceInputs, editorCatalogueJson, envVarName } from '../src/editor/inputs';
+import { catalogueInLanguage } from '../src/points/german';
 import { answerError, editorRequest, shownReport, type EditorRequest, type SavedDevice } from '../src/editor/editor-request';
 import { DeviceUsers } from '../src/flow/device-users';
 import { describeError } from './shared';
@@ -158,8 +159,9 @@ function serveEditor(RED: NodeAPI): void {
   const read = RED.auth.needsPermission('localbattery-device.read');
   const write = RED.auth.needsPermission('localbattery-device.write');
 
-  RED.httpAdmin.get('/localbattery/catalogue', read, (_req: Request, res: Response) => {
-    res.json(editorCatalogueJson());
+  // In the editor's language (?lang=, RED.i18n.lang()): German or English.
+  RED.httpAdmin.get('/localbattery/catalogue', read, (req: Request, res: Response) => {
+    res.json(catalogueInLanguage(editorCatalogueJson(), req.query.lang));
   });
 
   // The runtime's rule functions built for the browser (src/editor/editor-rules.ts): the editor validates with them.

@@ -25,9 +25,12 @@
             var device = deviceId ? RED.nodes.node(deviceId) : null;
             return shared.rules ? shared.rules.limitsOf(device) : null;
         },
-        /** The runtime's words for what `p` accepts, with the device's limits. */
+        /**
+         * The runtime's words for what `p` accepts, with the device's limits; for a choice (which no limit changes) the
+         * catalogue's, in the editor's language.
+         */
         allowedText: function (p, deviceId) {
-            return shared.rules ? shared.rules.allowedText(p.name, shared.limits(deviceId)) : p.allowed;
+            return shared.rules && !p.enum ? shared.rules.allowedText(p.name, shared.limits(deviceId)) : p.allowed;
         },
         /** The runtime's rule `name` ({min, max, integer, off, unit}, src/editor/inputs.ts), or null until the catalogue has arrived. */
         rule: function (name) {
@@ -47,8 +50,9 @@
                 dependentTypes[type] = true;
             }
             if (!loading) {
-                // The catalogue, then the rules: both come from this package's routes, with the editor's credentials.
-                loading = $.getJSON('localbattery/catalogue')
+                // The catalogue (its labels in the editor's language), then the rules: both come from this package's
+                // routes, with the editor's credentials.
+                loading = $.getJSON('localbattery/catalogue', { lang: RED.i18n.lang() })
                     .then(function (data) {
                         return $.ajax({ url: 'localbattery/rules.js', dataType: 'script', cache: true }).then(function () {
                             return data;

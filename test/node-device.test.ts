@@ -533,6 +533,18 @@ describe('localbattery-device config node', function () {
       for (const point of res.body.write) should(point.allowed).be.a.String().and.not.be.empty();
     });
 
+    it("GET /localbattery/catalogue?lang= answers in the editor's language: German labels for de, English for others", async function () {
+      await helper.load(nodes, []);
+      const soc = async (query: string) =>
+        ((await helper.request().get(`/localbattery/catalogue${query}`).expect(200)).body.read as { name: string }[]).find(
+          (p) => p.name === 'batterySoc',
+        );
+      should(await soc('?lang=de')).containDeep({ label: 'Akku-Ladezustand (SOC) gesamt', category: 'Akku', address: 6002 });
+      for (const query of ['', '?lang=en-US', '?lang=fr', '?lang[]=de']) {
+        should(await soc(query)).containDeep({ label: 'Battery SOC total', category: 'Battery' });
+      }
+    });
+
     it("GET /localbattery/rules.js serves the runtime's rules built for the browser", async function () {
       await helper.load(nodes, []);
       const res = await helper

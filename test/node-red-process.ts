@@ -125,13 +125,17 @@ export async function stopChild(child: ChildProcess | undefined): Promise<void> 
   clearTimeout(timer);
 }
 
-/** Chromium with one context that may fetch from 127.0.0.1 only; anything else is refused and listed in `blocked`. */
+/**
+ * Chromium with one context that may fetch from 127.0.0.1 only; anything else is refused and listed in `blocked`.
+ * `locale` is the browser's language, from which the editor takes its own.
+ */
 export async function launchChromium(
   viewport: { width: number; height: number },
   blocked: string[],
+  locale = 'en-US',
 ): Promise<{ browser: Browser; context: BrowserContext }> {
   const browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: CHROMIUM_ARGS });
-  const context = await browser.newContext({ locale: 'en-US', viewport });
+  const context = await browser.newContext({ locale, viewport });
   await context.route('**/*', (route) => {
     const url = new URL(route.request().url());
     if (url.hostname === '127.0.0.1') return route.continue();
@@ -159,13 +163,14 @@ export async function startBrowserRun(
   credentials: Record<string, unknown>,
   viewport: { width: number; height: number },
   modules: string[] = [],
+  locale?: string,
 ): Promise<BrowserRun> {
   const userDir = fs.mkdtempSync(path.join(os.tmpdir(), 'localbattery-browser-'));
   const redLog: string[] = [];
   const pageErrors: string[] = [];
   const blocked: string[] = [];
   const { child, url } = await startNodeRed(userDir, flows, credentials, redLog, modules);
-  const { browser, context } = await launchChromium(viewport, blocked);
+  const { browser, context } = await launchChromium(viewport, blocked, locale);
   const page = await context.newPage();
   page.on('pageerror', (error) => pageErrors.push(error.message));
   return { userDir, red: child, browser, page, url, redLog, pageErrors, blocked };

@@ -162,6 +162,7 @@ export function loadEditorScript(nodeType: string, extraRED: Record<string, unkn
   });
   const RED = {
     editor: { validateNode: () => editor.revalidated++ },
+    i18n: { lang: () => 'en-US' },
     view: { redraw: () => undefined },
     ...extraRED,
     nodes: {
