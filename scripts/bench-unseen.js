@@ -80,7 +80,8 @@ function summary(cases) {
   if (done.length === 0) return undefined;
   const ratios = done.map((c) => c.node.errorWh / c.oracle.errorWh);
   const gridLimit = (c) => Math.max(TARGET.gridFactor * c.oracle.fromGridWh, TARGET.gridFloorWh);
-  const worstGrid = done.reduce((worst, c) => (c.node.fromGridWh - gridLimit(c) > worst.node.fromGridWh - gridLimit(worst) ? c : worst));
+  // The house nearest its limit, or furthest over it.
+  const worstGrid = done.reduce((worst, c) => (c.node.fromGridWh / gridLimit(c) > worst.node.fromGridWh / gridLimit(worst) ? c : worst));
   const requests = done.map((c) => c.node.requests.split(' / ').map(Number));
   return {
     houses: done.length,
