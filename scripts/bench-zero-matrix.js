@@ -44,6 +44,7 @@ const path = require('node:path');
 const ROOT = path.resolve(__dirname, '..');
 const DIST = path.join(ROOT, 'dist');
 const { REAL_TIME } = require(path.join(DIST, 'src', 'points', 'catalogue.js'));
+const { House } = require(path.join(DIST, 'src', 'simulator', 'house.js'));
 const OLD_COMMIT = 'effbcd8';
 const TARGET_W = 0;
 const SAMPLE_MS = 100;
@@ -148,7 +149,7 @@ function simulatorOptions(variant) {
     udpPort: null,
     timeScale: 0,
     workingMode: 4,
-    house: HOUSE,
+    house: variant.house ?? HOUSE,
     deadTimeS: variant.deadTimeS,
     lagS: variant.lagS,
     meterFeed: variant.feed,
@@ -212,7 +213,7 @@ const withTimeout = (promise, ms, what) =>
 async function child(settings) {
   const { helper, PASSWORD, deviceConfig } = require(path.join(DIST, 'test', 'support.js'));
   const { DeviceSimulator } = require(path.join(DIST, 'src'));
-  const variant = VARIANTS[settings.child];
+  const variant = settings.variant ?? VARIANTS[settings.child];
   const sim = new DeviceSimulator({ ...simulatorOptions(variant), port: 0, password: PASSWORD, latencyMs: FAST, rejectEarly: true });
   await sim.start();
   const device = deviceConfig(sim, 'dev', { timeout: 10000 });
@@ -368,11 +369,7 @@ function oracle(DeviceSimulator, variant, seconds) {
 
 /** Moments the load or the plant changes (not the noise): the bounds of the stretches of constant load. */
 function changes(variant, seconds) {
-  const times = [];
-  for (const e of HOUSE.events) {
-    const ramp = e.cloud ? (e.rampS ?? 10) : 0;
-    times.push(e.atS, e.atS + ramp, e.atS + e.durationS - ramp, e.atS + e.durationS);
-  }
+  const times = new House(variant.house ?? HOUSE).changes(seconds);
   for (const d of variant.sim.derating ?? []) times.push(d.atS, d.atS + d.durationS);
   return [...new Set(times)].filter((t) => t > 0 && t < seconds).sort((x, y) => x - y);
 }
@@ -477,9 +474,9 @@ function oldBuild(notes) {
   return path.join(dir, 'dist');
 }
 
-function runChild(variant, build, seconds, out) {
+function runChild(variant, build, seconds, out, script = __filename) {
   return new Promise((resolve) => {
-    const args = [__filename, '--child', variant, '--build', build, '--seconds', String(seconds), '--out', out];
+    const args = [script, '--child', variant, '--build', build, '--seconds', String(seconds), '--out', out];
     const proc = spawn(process.execPath, args, { stdio: ['ignore', 'ignore', 'pipe'] });
     let stderr = '';
     proc.stderr.on('data', (chunk) => (stderr += chunk));
@@ -587,7 +584,7 @@ async function parent(settings) {
   print(settings, rows, notes);
 }
 
-if (require.main !== module) module.exports = { VARIANTS, oracle, figures, zeroFlow, drive };
+if (require.main !== module) module.exports = { VARIANTS, oracle, figures, zeroFlow, drive, child, runChild, pool };
 else {
   const settings = options(process.argv.slice(2));
   (settings.child ? child(settings) : parent(settings)).then(

@@ -17,8 +17,10 @@ export interface HouseEvent {
   loadW?: number;
   /** Share of the PV a cloud takes away while it lasts, 0..1. */
   cloud?: number;
-  /** Seconds a cloud takes to come and to go (default 10); loads switch at once. */
+  /** Seconds a cloud takes to come and to go (default 10); loads switch at once unless `loadRampS`. */
   rampS?: number;
+  /** Seconds a load takes to come and to go (default 0: at once; a heat pump's compressor ramps). */
+  loadRampS?: number;
   name?: string;
 }
 
@@ -81,6 +83,15 @@ function into(event: HouseEvent, t: number): number | undefined {
   return event.durationS === undefined || since < event.durationS ? since : undefined;
 }
 
+/** How far an event's occurrence has come in, 0..1: it ramps in over `ramp` s and out over the last `ramp` s. */
+function depth(event: HouseEvent, since: number, ramp: number): number {
+  const left = event.durationS === undefined ? Infinity : event.durationS - since;
+  return ramp > 0 ? Math.min(1, since / ramp, left / ramp) : 1;
+}
+
+const cloudRamp = (event: HouseEvent): number => event.rampS ?? 10;
+const loadRamp = (event: HouseEvent): number => event.loadRampS ?? 0;
+
 const DAY_S = 86400;
 
 /** The share of the clear-sky PV the sun gives at `t`: 1 without a day's curve. */
@@ -98,9 +109,10 @@ export class House {
       if (
         !(event.atS >= 0) ||
         (event.everyS !== undefined && !(event.everyS > 0)) ||
-        (event.cloud !== undefined && !(event.cloud >= 0 && event.cloud <= 1))
+        (event.cloud !== undefined && !(event.cloud >= 0 && event.cloud <= 1)) ||
+        (event.loadRampS !== undefined && !(event.loadRampS >= 0))
       )
-        throw new RangeError(`house event ${event.name ?? event.atS}: atS >= 0, everyS > 0 and cloud in 0..1`);
+        throw new RangeError(`house event ${event.name ?? event.atS}: atS >= 0, everyS > 0, cloud in 0..1 and loadRampS >= 0`);
     for (const appliance of scenario.appliances ?? [])
       if (!(appliance.onS > 0 && appliance.offS >= 0)) throw new RangeError(`appliance ${appliance.name ?? ''}: onS > 0 and offS >= 0`);
     const day = scenario.pvDay;
@@ -118,7 +130,10 @@ export class House {
       const start = a.startS ?? 0;
       if (t >= start && (t - start) % (a.onS + a.offS) < a.onS) load += a.powerW;
     }
-    for (const event of s.events ?? []) if (event.loadW && into(event, t) !== undefined) load += event.loadW;
+    for (const event of s.events ?? []) {
+      const since = event.loadW ? into(event, t) : undefined;
+      if (since !== undefined) load += event.loadW! * depth(event, since, loadRamp(event));
+    }
     return Math.max(0, load);
   }
 
@@ -131,11 +146,27 @@ export class House {
       if (!event.cloud) continue;
       const since = into(event, t);
       if (since === undefined) continue;
-      const ramp = event.rampS ?? 10;
-      const left = event.durationS === undefined ? Infinity : event.durationS - since;
-      const depth = ramp > 0 ? Math.min(1, since / ramp, left / ramp) : 1;
-      share *= 1 - event.cloud * depth;
+      share *= 1 - event.cloud * depth(event, since, cloudRamp(event));
     }
     return Math.max(0, (s.pvW ?? 0) * share * daylight(s.pvDay, t));
+  }
+
+  /**
+   * The moments in (0, untilS) where the load or the PV starts or stops changing: events' edges and ramps, appliances'
+   * switches (the noise and a day's curve aside). Between two of them the house is constant.
+   */
+  changes(untilS: number): number[] {
+    const times: number[] = [];
+    for (const event of this.scenario?.events ?? []) {
+      const ramps = [...(event.cloud ? [cloudRamp(event)] : []), ...(event.loadW ? [loadRamp(event)] : [])];
+      for (let start = event.atS; start < untilS; start += event.everyS ?? Infinity)
+        for (const ramp of ramps) {
+          times.push(start, start + ramp);
+          if (event.durationS !== undefined) times.push(start + event.durationS - ramp, start + event.durationS);
+        }
+    }
+    for (const a of this.scenario?.appliances ?? [])
+      for (let on = a.startS ?? 0; on < untilS; on += a.onS + a.offS) times.push(on, on + a.onS);
+    return [...new Set(times)].filter((t) => t > 0 && t < untilS).sort((x, y) => x - y);
   }
 }
