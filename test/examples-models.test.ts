@@ -6,10 +6,22 @@ import type { EventEmitter } from 'node:events';
 import fs from 'node:fs';
 import path from 'node:path';
 import should from 'should';
-import { helper, startSimulator } from './support';
+import { PASSWORD, helper, startSimulator } from './support';
+import { startBroker, type TestBroker } from './mqtt-broker';
 import type { DeviceSimulator } from '../src/simulator';
 import { MODEL_CLASSES, acceptedBy, pointByName, resolveWritePoint, servesPoint, type ModelClass } from '../src/points/catalogue';
-import { CORE_NODES, EXAMPLES, OUR_NODES, type FlowNode, example, idOf, nextMessage, prepared, until } from './examples-support';
+import {
+  CORE_NODES,
+  EXAMPLES,
+  MQTT_NODES,
+  OUR_NODES,
+  type FlowNode,
+  example,
+  idOf,
+  nextMessage,
+  prepared,
+  until,
+} from './examples-support';
 
 const MODELS = Object.keys(MODEL_CLASSES) as ModelClass[];
 const FILES = fs.readdirSync(EXAMPLES).filter((file) => file.endsWith('.json'));
@@ -43,11 +55,13 @@ function offsetForLocalHour(hour: number): number {
 describe('examples on both model classes', function () {
   this.timeout(40000);
   let simulator: DeviceSimulator | undefined;
+  let broker: TestBroker | undefined;
 
   afterEach(async () => {
     await helper.unload();
+    await broker?.stop();
     await simulator?.stop();
-    simulator = undefined;
+    simulator = broker = undefined;
   });
 
   it("every read node's point that a class lacks is named in the example's comments, with the class", () => {
@@ -130,6 +144,26 @@ describe('examples on both model classes', function () {
           helper.getNode(idOf(flow, (n) => n.type === 'inject' && /deploy/.test(n.name))).receive({});
           await until(() => sim.workingMode === 1, 10000, 'the hand-back at deploy');
         });
+        sim.stats.refusedWrites.should.eql([]);
+        sim.stats.violations.should.be.empty();
+      });
+
+      it("Zero feed-in (the device's meter), its device configuration's limits left empty: covers a 1500 W load within the model's own discharge limit, nothing refused", async () => {
+        simulator = await startSimulator({ model, workingMode: 5, house: { baseLoadW: 1500, noiseW: 0, pvW: 0 } });
+        const sim = simulator;
+        broker = await startBroker();
+        const { flow, credentials } = prepared('Zero feed-in', sim, PASSWORD, ['zero feed-in (device meter)']);
+        for (const node of flow) if (node.type === 'mqtt-broker') Object.assign(node, { broker: '127.0.0.1', port: broker.port });
+        await helper.load([...OUR_NODES, ...CORE_NODES, MQTT_NODES], flow, credentials);
+        const limit = Math.min(1500, MODEL_CLASSES[model].maxDischargePower);
+        await until(
+          () => sim.workingMode === 4 && sim.control.state === 2 && Math.abs(sim.control.power - limit) <= 60,
+          30000,
+          `discharging about ${limit} W`,
+        );
+        const seen = sim.stats.requests;
+        await until(() => sim.stats.requests >= seen + 5, 15000, 'five more requests');
+        sim.control.power.should.be.belowOrEqual(MODEL_CLASSES[model].maxDischargePower);
         sim.stats.refusedWrites.should.eql([]);
         sim.stats.violations.should.be.empty();
       });
