@@ -70,6 +70,7 @@ const ID = {
   'zero-feed-in': 'e2ezerofeedin001',
 };
 const INITIAL_POINTS = ['batterySoc', 'batteryPower'];
+const BK1600 = MODEL_CLASSES['1600'];
 
 const squash = (s: string) => s.replace(/\s+/g, ' ').trim();
 const escapeRegExp = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
@@ -82,33 +83,22 @@ function writePoint(name: string): WritePoint {
 
 function flows(simulatorPort: number): Record<string, unknown>[] {
   const at = (x: number, y: number) => ({ z: ID.tab, x, y, wires: [] as unknown[] });
+  const device = {
+    id: ID.device,
+    type: 'localbattery-device',
+    name: 'Simulator',
+    host: '127.0.0.1',
+    port: simulatorPort,
+    username: 'opend',
+    namespace: 'Vendor',
+    minInterval: 1000,
+    timeout: 5000,
+  };
   return [
     { id: ID.tab, type: 'tab', label: 'Editor test' },
-    {
-      id: ID.device,
-      type: 'localbattery-device',
-      name: 'Simulator',
-      host: '127.0.0.1',
-      port: simulatorPort,
-      username: 'opend',
-      namespace: 'Vendor',
-      minInterval: 1000,
-      timeout: 5000,
-    },
+    device,
     // A second battery with the 1600 class's limits, for a group's (used by no node as deployed).
-    {
-      id: ID.bk1600,
-      type: 'localbattery-device',
-      name: 'BK1600',
-      host: '127.0.0.1',
-      port: simulatorPort,
-      username: 'opend',
-      namespace: 'Vendor',
-      minInterval: 1000,
-      timeout: 5000,
-      chargeLimit: 1200,
-      dischargeLimit: 800,
-    },
+    { ...device, id: ID.bk1600, name: 'BK1600', chargeLimit: BK1600.maxChargePower, dischargeLimit: BK1600.maxDischargePower },
     {
       id: ID.discover,
       type: 'localbattery-discover',
@@ -632,7 +622,10 @@ describe('editor in a real browser (chromium)', function () {
   it("checks a group's powers against the sums of its devices' limits, as the runtime does (groupLimitsOf)", async () => {
     const id = ID['zero-feed-in'];
     const power = writePoint('controlPower');
-    const group = groupLimits([{ limits: deviceLimits({}) }, { limits: deviceLimits({ chargeLimit: 1200, dischargeLimit: 800 }) }]);
+    const group = groupLimits([
+      { limits: deviceLimits({}) },
+      { limits: deviceLimits({ chargeLimit: BK1600.maxChargePower, dischargeLimit: BK1600.maxDischargePower }) },
+    ]);
     await openEditor(id);
     await page.locator('#localbattery-zero-feed-in-more-batteries > summary').click();
     await page.locator('#node-input-device2').selectOption(ID.bk1600);

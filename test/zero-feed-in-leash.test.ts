@@ -6,7 +6,7 @@
 import should from 'should';
 import { DeviceClient, type ClientSession } from '../src/device/client';
 import { ZeroFeedInController, type ZeroFeedInHost } from '../src/control/zero-feed-in';
-import { REAL_TIME, pointByName } from '../src/points/catalogue';
+import { MODEL_CLASSES, REAL_TIME, pointByName } from '../src/points/catalogue';
 import { deviceLimits, zeroFeedInSettings } from '../src/editor/inputs';
 import type { DeviceSimulator, SimulatorOptions } from '../src/simulator';
 import { PASSWORD, startSimulator } from './support';
@@ -136,13 +136,18 @@ describe('zero feed-in controller: what the battery does by itself (issue 34)', 
     simulator = await startSimulator({ ...DISCHARGING, model: '1600', capacityKwh: 2, initialSoc: 60 });
     const failures: unknown[] = [];
     const { warnings } = start({}, failures);
-    await until(() => simulator.control.state === 2 && simulator.control.power === 800, 20000, 'discharging at 800 W');
+    await until(
+      () => simulator.control.state === 2 && simulator.control.power === MODEL_CLASSES['1600'].maxDischargePower,
+      20000,
+      'discharging at its limit',
+    );
     await until(() => warnings.length > 0, 10000, 'the warning');
     const seen = simulator.stats.requests;
     await until(() => simulator.stats.requests >= seen + 6, 20000, 'six more requests');
-    warnings.should.eql([{ kind: 'deviceLimits', values: { charge: 1200, discharge: 800 } }]);
+    const { maxChargePower, maxDischargePower } = MODEL_CLASSES['1600'];
+    warnings.should.eql([{ kind: 'deviceLimits', values: { charge: maxChargePower, discharge: maxDischargePower } }]);
     failures.should.eql([]);
-    simulator.control.power.should.equal(800);
+    simulator.control.power.should.equal(MODEL_CLASSES['1600'].maxDischargePower);
   });
 
   it('by default discharges down to the factory backup SOC + 2 % without a warning', async () => {

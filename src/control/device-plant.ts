@@ -4,7 +4,14 @@
  * device (DevicePlant, here: a session, its RealTimeController and the shared queue) or several behind one meter
  * (GroupPlant, src/control/group-plant.ts). The controller's regulator steers the plant's total either way.
  */
-import { REAL_TIME, WORKING_MODE_READ_ADDRESS, pointByName, writePointByAddress, type PowerLimits } from '../points/catalogue';
+import {
+  REAL_TIME,
+  REPORTED_LIMIT_ADDRESSES,
+  WORKING_MODE_READ_ADDRESS,
+  pointByName,
+  writePointByAddress,
+  type PowerLimits,
+} from '../points/catalogue';
 import type { ClientSession } from '../device/client';
 import {
   CONTROL_DEFAULTS,
@@ -129,8 +136,6 @@ const BATTERY = address('batteryPower');
 const SOC = address('batterySoc');
 const BACKUP_SOC = address('backupSoc');
 const RATED_CAPACITY = address('ratedCapacity');
-/** The device's own limits: read with 6000, they lower the session's limits (DeviceClient.limits). */
-const REPORTED_LIMITS = [address('maxChargePower'), address('maxDischargePower')];
 const STATE_READ_BACK = address('controlStateReadback');
 const READ_BACK = [STATE_READ_BACK, address('controlSocReadback'), address('controlPowerReadback')];
 /**
@@ -259,7 +264,8 @@ export class DevicePlant implements BatteryPlant {
   }
 
   async read(withMeter: boolean, options: ReadOptions = {}): Promise<PlantReading> {
-    const own = [BATTERY, SOC, BACKUP_SOC, RATED_CAPACITY, ...REPORTED_LIMITS];
+    // The device's own limits come along: they lower the session's limits (DeviceClient.limits).
+    const own = [BATTERY, SOC, BACKUP_SOC, RATED_CAPACITY, ...Object.values(REPORTED_LIMIT_ADDRESSES)];
     const { values } = await this.session.read(withMeter ? [METER, METER_1600, ...own] : own, options);
     // The device's own limits, now known to the session, are the last check of every command.
     this.controlOptions.limits = this.session.limits;

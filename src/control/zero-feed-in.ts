@@ -126,8 +126,6 @@ export class ZeroFeedInController {
   private warnedFloor = false;
   private warnedNoGridCharging = false;
   private warnedLimits = false;
-  /** Charge at most / Discharge at most, lowered to the battery's own limits once it reported them (W). */
-  private powerNow: { charge: number; discharge: number };
   private warnedDropped = false;
   /** A check whether the device still holds its command is under way; when the last began (see checkCommand()). */
   private checking = false;
@@ -160,8 +158,14 @@ export class ZeroFeedInController {
     plant.steeredBy?.({ steering: () => this.steers, floor: () => (regulated(this.modeNow) ? this.regulator.floor : -Infinity) });
     this.modeNow = config.mode;
     this.meterCheck = new MeterCheck(heldMeter);
-    this.powerNow = { charge: config.regulator.maxCharge, discharge: config.regulator.maxDischarge };
     this.regulator.setMaxDischarge(dischargeBound(config.mode, this.powerNow.discharge));
+  }
+
+  /** Charge at most / Discharge at most, within the plant's limits (the battery's own once read, DeviceClient.limits). */
+  private get powerNow(): { charge: number; discharge: number } {
+    const { chargeLimit, dischargeLimit } = this.plant.limits;
+    const { maxCharge, maxDischarge } = this.config.regulator;
+    return { charge: Math.min(maxCharge, chargeLimit), discharge: Math.min(maxDischarge, dischargeLimit) };
   }
 
   /** What the charge mode charges with (within the battery's own charge limit) and up to. */
@@ -560,16 +564,13 @@ export class ZeroFeedInController {
    * said once where they lower the settings.
    */
   private followLimits(): void {
-    const { chargeLimit, dischargeLimit } = this.plant.limits;
-    const { maxCharge, maxDischarge } = this.config.regulator;
-    const charge = Math.min(maxCharge, chargeLimit);
-    const discharge = Math.min(maxDischarge, dischargeLimit);
-    if (charge === this.powerNow.charge && discharge === this.powerNow.discharge) return;
-    this.powerNow = { charge, discharge };
+    const { charge, discharge } = this.powerNow;
     this.regulator.setMaxCharge(charge);
     this.regulator.setMaxDischarge(dischargeBound(this.modeNow, discharge));
+    const { maxCharge, maxDischarge } = this.config.regulator;
     if (this.warnedLimits || (charge === maxCharge && discharge === maxDischarge)) return;
     this.warnedLimits = true;
+    const { chargeLimit, dischargeLimit } = this.plant.limits;
     this.host.warning?.('deviceLimits', { charge: chargeLimit, discharge: dischargeLimit });
   }
 

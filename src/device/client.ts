@@ -13,7 +13,7 @@ import {
   REAL_TIME,
   decodeValue,
   modelClassOf,
-  pointByName,
+  REPORTED_LIMIT_ADDRESSES,
   modelsTakingText,
   servingAddresses,
   resolveWritePoint,
@@ -130,7 +130,6 @@ export interface ConnectionReport {
 const MODEL_PROBE = MODEL_READ_POINTS.flatMap(servingAddresses);
 
 /** The points that report the device's own limits, read with the serial number in Test connection. */
-const REPORTED_LIMITS = { chargeLimit: pointByName('maxChargePower')!.address, dischargeLimit: pointByName('maxDischargePower')!.address };
 
 /** A value of 114 or 115 that could serve as a limit, else undefined. */
 function asLimit(value: unknown): number | undefined {
@@ -376,7 +375,7 @@ export class DeviceClient extends EventEmitter implements QueueMember, DeviceOpe
   get limits(): PowerLimits {
     const limit = (name: keyof PowerLimits) =>
       this.configuredLimits[name] ??
-      Math.min(POWER_LIMIT.default, asLimit(this.knownValue(REPORTED_LIMITS[name])?.value) ?? POWER_LIMIT.default);
+      Math.min(POWER_LIMIT.default, asLimit(this.knownValue(REPORTED_LIMIT_ADDRESSES[name])?.value) ?? POWER_LIMIT.default);
     return { chargeLimit: limit('chargeLimit'), dischargeLimit: limit('dischargeLimit') };
   }
 
@@ -387,11 +386,11 @@ export class DeviceClient extends EventEmitter implements QueueMember, DeviceOpe
    */
   async testConnection(): Promise<ConnectionReport> {
     const device = await this.getDeviceInfo();
-    const { values } = await this.read([0, REPORTED_LIMITS.chargeLimit, REPORTED_LIMITS.dischargeLimit, ...MODEL_PROBE]);
+    const { values } = await this.read([0, REPORTED_LIMIT_ADDRESSES.chargeLimit, REPORTED_LIMIT_ADDRESSES.dischargeLimit, ...MODEL_PROBE]);
     const namespace = this.namespace;
     if (namespace === undefined) throw new BadResponseError('GetData', 'no namespace answered');
     const reported: Partial<PowerLimits> = {};
-    for (const [name, address] of Object.entries(REPORTED_LIMITS) as [keyof PowerLimits, number][]) {
+    for (const [name, address] of Object.entries(REPORTED_LIMIT_ADDRESSES) as [keyof PowerLimits, number][]) {
       const value = asLimit(values.get(address));
       if (value !== undefined) reported[name] = value;
     }

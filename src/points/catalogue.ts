@@ -784,6 +784,12 @@ export function modelClassOf(answered: ReadonlySet<number>): ModelClass | undefi
   return fits.length === 1 ? fits[0] : undefined;
 }
 
+/** The points where a device reports its own charge and discharge limits (114, 115). */
+export const REPORTED_LIMIT_ADDRESSES: Readonly<Record<keyof PowerLimits, number>> = {
+  chargeLimit: pointByName('maxChargePower')!.address,
+  dischargeLimit: pointByName('maxDischargePower')!.address,
+};
+
 /** The read point that reports the working mode (7101): the write address (47005) differs. */
 export const WORKING_MODE_READ_ADDRESS = pointByName(writePointByAddress(REAL_TIME.modeAddress)!.readAs!)!.address;
 

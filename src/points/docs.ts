@@ -33,6 +33,9 @@ const enumText = (options?: EnumOption[], language: HelpLanguage = 'en-US') =>
   options
     ? options.map((o) => `${o.value} ${o.label}${o.beyondSpec ? ` (${BEYOND_SPEC_SOURCE[language]} ${o.source})` : ''}`).join('; ')
     : '';
+/** A point's address, or for a model read point the addresses the models serve it at. */
+const addressText = (p: ReadPoint | ModelReadPoint | WritePoint) => ('address' in p ? String(p.address) : servingAddresses(p).join(' / '));
+
 /** Device class and state class, and Home Assistant's unit where it spells the unit differently. */
 function homeAssistantText(p: ReadPoint | ModelReadPoint): string {
   const sensor = homeAssistantSensor(p);
@@ -51,7 +54,7 @@ export function pointTables(): string {
     '|---|---|---|---|---|---|---|---|',
     // A model read point is read at the address its model serves: both are named.
     ...readPointsWithModelPoints().map((p) => {
-      const address = 'address' in p ? String(p.address) : servingAddresses(p).join(' / ');
+      const address = addressText(p);
       const notes = [enumText(p.enum), p.note, 'address' in p ? beyondSpecText(p) : ''].filter(Boolean).join(' — ');
       return `| \`${p.name}\` | ${address} | ${cell(p.category)} | ${p.type} | ${cell(p.unit)} | ${cell(homeAssistantText(p))} | ${cell(notes)} | ${p.writtenBy ? '`' + p.writtenBy + '`' : ''} |`;
     }),
@@ -150,7 +153,7 @@ export function helpPointList(direction: 'read' | 'write', language: HelpLanguag
     for (const p of members) {
       // The allowed text names the unit itself.
       // A model read point lists the addresses it is read at.
-      const address = 'address' in p ? String(p.address) : servingAddresses(p).join(' / ');
+      const address = addressText(p);
       const facts = [address, p.direction === 'write' ? allowed(p) : p.unit].filter(Boolean).join(' · ');
       const values = p.direction === 'read' && p.enum ? ` (${enumText(p.enum, language)})` : '';
       lines.push(`    <li><code>${html(p.name)}</code> ${html(facts)}: ${html(p.label)}${html(values)}</li>`);
