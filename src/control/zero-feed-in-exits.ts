@@ -3,10 +3,11 @@
  * cannot be right leaves the battery in (On stop: standby, self-consumption, or keep what was needed).
  *
  * Holds: whether the controller is closed, and the work under way that readings wait for: the hand-backs, and normal's
- * read after a rest (see ModeRoom). Written by: the controller (enable off, close) and the mode room through track()
- * and close(); each piece of work leaves the set as it settles. Read by: every room (closed, handing): nothing steers
- * while a hand-back is under way, and nothing is said or started after the close. Invariants: closed never goes back;
- * a close waits for the work under way rather than racing it; only a controller that steers hands anything back.
+ * read after a rest (see ModeRoom). Written by: the controller (enable off, close, a meter fault), the actuator (a
+ * time-out's hand-back) and the mode room through track(); each piece of work leaves the set as it settles. Read by:
+ * every room (closed, handing): nothing steers while a hand-back is under way, and nothing is said or started after the
+ * close. Invariants: closed never goes back; a close waits for the work under way rather than racing it; only a
+ * controller that steers hands anything back.
  */
 import type { BatteryPlant } from './device-plant';
 import type { MeterFault } from './meter-check';

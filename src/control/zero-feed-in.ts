@@ -77,8 +77,16 @@ export class ZeroFeedInController {
     this.reads = new ReadSchedule({ regulator, config, now, closed, read });
     const bound = (setpoint: number) => this.modes.bound(setpoint);
     this.meter = new MeterInput({ regulator, config, now, voice, bound });
+    const { reads } = this;
     this.actuator = new Actuator({
-      ...{ regulator, plant, now, voice, reads: this.reads, minPower: config.regulator.minPower, closed, bound },
+      regulator,
+      plant,
+      now,
+      voice,
+      reads,
+      minPower: config.regulator.minPower,
+      closed,
+      bound,
       resting: () => this.exits.closed || this.exits.handing,
       regulating: () => this.regulating,
       selfConsumption: () => this.exits.track(this.exits.handBack('self-consumption')),
@@ -183,24 +191,40 @@ export class ZeroFeedInController {
 
   /** One cycle on a grid reading (a message's, its repeat or the device's meter): snapshot, decision, send. */
   private take(grid: number, given?: number, soc?: number): void {
+    const snapshot = this.snapshot(grid, given, soc);
+    if (!snapshot) return;
+    const decision = this.regulator.meter(grid, this.now(), snapshot.battery);
+    const fault = this.meter.verdict(grid, decision);
+    if (fault) return this.exits.stopForMeter(fault);
+    // The meter check's probe, where one is due, goes instead of a hold (and no read follows it).
+    if (decision.action === 'hold' && !this.regulator.moving && this.meter.probeDue()) return this.actuator.act(this.meter.probe(decision));
+    this.actuator.act(decision);
+    this.reads.afterHold(decision);
+  }
+
+  /**
+   * What the regulator takes with a reading: the battery power given with it where plausible, the SOC, and what other
+   * writers did meanwhile. Undefined where the regulator takes none: closed, off, handing back, or resting in charge or
+   * standby (whose mode steers from the reading itself).
+   */
+  private snapshot(grid: number, given?: number, soc?: number): { battery: number | undefined } | undefined {
     const { regulator, meter } = this;
-    if (this.exits.closed) return;
+    if (this.exits.closed) return undefined;
     const battery = meter.plausible(given);
     if (soc !== undefined) regulator.observeSoc(soc, this.now());
-    if (!regulator.enabled || this.exits.handing) return meter.gap();
+    if (!regulator.enabled || this.exits.handing) {
+      meter.gap();
+      return undefined;
+    }
     if (!this.modes.regulated) {
       meter.gap();
-      return this.modes.steerFixed(grid, false);
+      this.modes.steerFixed(grid, false);
+      return undefined;
     }
     // While a write of this controller is on its way, what the queue knows may be that write.
     if (!regulator.inFlight) this.actuator.followOthers();
     meter.taken();
-    const decision = regulator.meter(grid, this.now(), battery);
-    const fault = meter.verdict(grid, decision);
-    if (fault) return this.exits.stopForMeter(fault);
-    if (decision.action === 'hold' && !regulator.moving && meter.probeDue()) return this.actuator.act(meter.probe(decision));
-    this.actuator.act(decision);
-    this.reads.afterHold(decision);
+    return { battery };
   }
 
   /**
