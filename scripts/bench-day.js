@@ -34,7 +34,7 @@ const DT = 0.2;
 const ANSWER_S = 0.4;
 const PACE_S = 1;
 const STATE_READ_S = 30;
-/** While it steers, the node reads battery power this often (STEERING_READ_MS of src/control/zero-feed-in.ts). */
+/** While it steers, the node reads battery power this often (STEERING_READ_MS of src/control/zero-feed-in-reads.ts). */
 const STEERING_READ_S = 3;
 const DEAD_TIME_S = 1;
 const LAG_S = 1.5;
