@@ -5,10 +5,11 @@
  *
  * Holds: the mode in force; in charge or standby the setpoint last sent for it, whether it charges towards the mode's
  * SOC, and the last grid reading; whether grid charging goes back after the next decision, and grid charging's writes
- * in a row. Written by: the controller (set, enable, readings and reads while the mode rests, the limits and floor read).
- * Read by: the controller and every room (mode, bound). Invariants: no setpoint leaves the mode's bound (hold: no
- * discharge); the regulator's bounds are the settings within the plant's limits; grid charging's writes go one after
- * another and a close waits for them; each warning here is said once.
+ * in a row. Written by: the controller (set, enable, readings and reads while the mode rests, the limits and floor
+ * read) and the actuator (a decision sent: grid charging goes back after it). Read by: the controller and every room
+ * (mode, bound). Invariants: no setpoint leaves the mode's bound (hold: no discharge); the regulator's bounds are the
+ * settings within the plant's limits; grid charging's writes go one after another and a close waits for them; each
+ * warning here is said once.
  */
 import type { BatteryPlant } from './device-plant';
 import type { Decision, Regulator } from './regulator';
