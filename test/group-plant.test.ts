@@ -234,8 +234,8 @@ describe('group plant (src/control/group-plant.ts): several devices behind one m
     const at = (t: number): number =>
       t <= 3500 ? 1000 * (1 - Math.exp(-(t - 1000) / lag)) : 400 + (at(3500) - 400) * Math.exp(-(t - 3500) / lag);
     const steps = [
-      { value: 1000, at: 0 },
-      { value: 400, at: 2500 },
+      { value: 1000, startAt: 0, ackAt: 400 },
+      { value: 400, startAt: 2500, ackAt: 2900 },
     ];
     fitLag(steps, { watts: at(2000), at: 2000 }, { watts: at(3000), at: 3000 })!.should.be.approximately(lag, 1);
     // Across the second step, which acts between the reads.

@@ -41,7 +41,8 @@ import {
 } from './device-plant';
 import { SPLIT_DEFAULTS, heading, splitGroup, type GroupUnit, type SplitMemory, type SplitOptions, type UnitReason } from './group-split';
 import type { RegulatorSettings } from './regulator';
-import { response } from './plant-family';
+import { response, type Step } from './plant-family';
+import { HAND_OVER_SLOT_MARGIN_MS, pulseSetpoint } from './pulse';
 import { isLeftOut, unitHealth, type HealthOptions, type LeftOutReason, type UnitHealth } from './unit-health';
 
 /** One device of the group. */
@@ -130,21 +131,16 @@ const RATED_CAPACITY = pointByName('ratedCapacity')!.address;
 const UNKNOWN_CAPACITY_WH = 2000;
 const capacityOf = (u: Unit) => u.capacityWh ?? UNKNOWN_CAPACITY_WH;
 type Read = { watts: number; at: number };
-type Step = { value: number; at: number };
 
 /**
  * A unit's power at `until` from the read `first` under a lag of `lagMs`: the plant model's response() to its setpoints
- * (`steps`, acknowledged at `at`, acting FIT_DEAD_MS later), from the one acting at the read on.
+ * (`steps`, each from when its request left, acting FIT_DEAD_MS later), from the one acting at the read on.
  */
 function follow(steps: readonly Step[], first: Read, until: number, lagMs: number): number {
   const from = first.at - FIT_DEAD_MS;
-  const acting = [...steps].reverse().find((s) => s.at <= from);
-  const history = [...(acting ? [{ value: acting.value, at: from }] : []), ...steps.filter((s) => s.at > from)].map((s) => ({
-    value: s.value,
-    startAt: s.at,
-    ackAt: s.at,
-  }));
-  return response({ delayMs: FIT_DEAD_MS, lagMs, from: 'ackAt' }, history, first.watts, until);
+  const acting = [...steps].reverse().find((s) => s.startAt <= from);
+  const history = [...(acting ? [{ ...acting, startAt: from }] : []), ...steps.filter((s) => s.startAt > from)];
+  return response({ delayMs: FIT_DEAD_MS, lagMs, from: 'startAt' }, history, first.watts, until);
 }
 
 /**
@@ -194,12 +190,6 @@ const HAND_OVER_MIN_W = 150;
 const PRIOR_LAG_MS = 1500;
 /** Between its reads, a reversal's watch splits again this often (ms). */
 const WATCH_STEP_MS = 250;
-/**
- * Added to the slowest unit's interval for the gap between a pulse and its share's request (ms): about the queue's own
- * margin (10 ms and the spread of its connects). The share follows by this timer, so the pulse lasts as long as it was
- * sized for; with 200 ms the unit left after a switch-off reached its share 0.2 s after the reading that could show it.
- */
-const SLOT_MARGIN_MS = 50;
 
 export class GroupPlant implements BatteryPlant {
   private readonly units: Unit[];
@@ -536,7 +526,7 @@ export class GroupPlant implements BatteryPlant {
 
   /** A pulse's length: the slowest unit's interval and a margin (ms). */
   private get slotMs(): number {
-    return this.minIntervalMs + SLOT_MARGIN_MS;
+    return this.minIntervalMs + HAND_OVER_SLOT_MARGIN_MS;
   }
 
   /**
@@ -554,8 +544,7 @@ export class GroupPlant implements BatteryPlant {
     const power = fresh ? heading(u.before, fresh, u.setpointW, now) : 0;
     const distance = share - power;
     if (distance * Math.sign(share) < (moving ? HAND_OVER_MIN_W : 1)) return undefined;
-    const kept = Math.exp(-this.slotMs / u.lagMs);
-    const wanted = power + distance / (1 - kept);
+    const wanted = pulseSetpoint(power, share, this.slotMs, u.lagMs);
     const past = Math.min(Math.abs(wanted - share), Math.abs(distance));
     const limit = share > 0 ? u.plant.limits.dischargeLimit : u.plant.limits.chargeLimit;
     const value = Math.round(Math.sign(share) * Math.min(limit, Math.abs(share) + past));
@@ -592,7 +581,7 @@ export class GroupPlant implements BatteryPlant {
       // (or a repeat the plant did not send) brought a switched-off unit back at each split, and the total back to it.
       const answered = leftAt !== undefined && !outcome.superseded;
       leftAt ??= this.now();
-      if (!outcome.superseded) this.acknowledged(u, outcome.watts, leftAt);
+      if (!outcome.superseded) this.acknowledged(u, outcome.watts, leftAt, this.now());
       if (u.failing && answered) this.observe(u, true);
       return { ...outcome, leftAt };
     } catch (error) {
@@ -606,10 +595,11 @@ export class GroupPlant implements BatteryPlant {
     }
   }
 
-  private acknowledged(u: Unit, watts: number, at: number): void {
+  /** `startAt`: when its request left (or was answered, where none went); `ackAt`: when it was answered. */
+  private acknowledged(u: Unit, watts: number, startAt: number, ackAt: number): void {
     if (watts !== u.setpointW) {
-      u.since = at;
-      u.steps.push({ value: watts, at });
+      u.since = startAt;
+      u.steps.push({ value: watts, startAt, ackAt });
       if (u.steps.length > STEPS_KEPT) u.steps.shift();
     }
     u.setpointW = watts;
@@ -777,7 +767,7 @@ export class GroupPlant implements BatteryPlant {
     if (changes.some((c) => c?.handedBack)) return { at, handedBack: true };
     const own = changes.every((c, i) => c?.watts === undefined || c.watts === this.units[i]!.setpointW);
     changes.forEach((c, i) => {
-      if (c?.watts !== undefined) this.acknowledged(this.units[i]!, c.watts, c.at);
+      if (c?.watts !== undefined) this.acknowledged(this.units[i]!, c.watts, c.at, c.at);
     });
     const watts = this.units.reduce((sum, u) => sum + share(u), 0);
     if (own && watts === this.told) return undefined;
