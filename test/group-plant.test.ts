@@ -1,7 +1,8 @@
 /** The group plant (src/control/group-plant.ts): one total over two simulated units in one house, each its own client. */
 import should from 'should';
 import { DeviceClient } from '../src/device/client';
-import { GroupPlant, fitLag } from '../src/control/group-plant';
+import { GroupPlant } from '../src/control/group-plant';
+import { fitLag } from '../src/control/unit-lag';
 import type { BatteryPlant, PlantOutcome, PlantReading, SendOptions } from '../src/control/device-plant';
 import { MODEL_CLASSES, REAL_TIME } from '../src/points/catalogue';
 import { DeviceSimulator, SharedHouse } from '../src/simulator';
