@@ -289,6 +289,65 @@ describe('group plant (src/control/group-plant.ts): several devices behind one m
     plant.close();
   });
 
+  it('splits one total at a time: a unit that fails while a split waits for its units is handed over after that split, not in a split of its own inside it', async () => {
+    // Two units as plants of their own, each request answered when the test says.
+    const requests: number[][] = [[], []];
+    const answers: (() => void)[] = [];
+    let off = false;
+    const unit = (i: number): BatteryPlant => ({
+      minIntervalMs: 1000,
+      limits: { chargeLimit: MODEL_CLASSES['2000'].maxChargePower, dischargeLimit: MODEL_CLASSES['2000'].maxDischargePower },
+      learn: () => Promise.resolve(),
+      apply(watts: number, options: SendOptions): Promise<PlantOutcome> {
+        options.onStart();
+        requests[i].push(watts);
+        if (i === 0 && off) return Promise.reject(new Error('connect ECONNREFUSED'));
+        return new Promise((resolve) => answers.push(() => resolve({ superseded: false, watts })));
+      },
+      read: (): Promise<PlantReading> => Promise.resolve({ battery: 0, soc: 80 }),
+      selfConsumption: () => Promise.resolve(),
+      gridCharging: () => Promise.resolve(true),
+      othersWrote: () => undefined,
+    });
+    /** Answers every request under way until `done` has settled. */
+    const answered = async <T>(done: Promise<T>): Promise<T> => {
+      let settled = false;
+      void done.finally(() => (settled = true));
+      while (!settled) {
+        answers.splice(0).forEach((answer) => answer());
+        await new Promise((resolve) => setImmediate(resolve));
+      }
+      return done;
+    };
+    const plant = new GroupPlant(
+      [
+        { id: 'unit1', session: unit(0), capacityWh: 2000 },
+        { id: 'unit2', session: unit(1), capacityWh: 2000 },
+      ],
+      SETTINGS,
+    );
+    // The splits under way at once, counted where the plant splits (its internal split()).
+    const internals = plant as unknown as { split: (...args: unknown[]) => Promise<unknown> };
+    const split = internals.split.bind(plant);
+    let under = 0;
+    let most = 0;
+    internals.split = (...args) => {
+      most = Math.max(most, ++under);
+      const splitting = split(...args);
+      void splitting.finally(() => under--).catch(() => undefined);
+      return splitting;
+    };
+    await plant.read(false);
+    await answered(send(plant, 2200));
+    requests.map((r) => r.length).should.eql([1, 1]);
+    // The first unit is switched off: its request fails while the second unit's share is under way.
+    off = true;
+    (await answered(send(plant, 2400))).should.eql({ superseded: false, watts: 2400 });
+    requests[1].at(-1)!.should.equal(2400);
+    most.should.equal(1);
+    plant.close();
+  });
+
   it('refuses an empty group and a device twice', () => {
     (() => new GroupPlant([], SETTINGS)).should.throw(/at least one device/);
     const session = new DeviceClient({ host: '127.0.0.1', port: 1, password: PASSWORD }).session();

@@ -69,6 +69,10 @@ export class GroupPlant implements BatteryPlant {
   private readonly now: () => number;
   private readonly reversal: ReversalWatch;
   private closed = false;
+  /** The splits under way, each waiting for its units' answers: a unit out or back cuts the wait short. */
+  private readonly waiting = new Set<() => void>();
+  /** A unit went out or came back while a split was under way (`left`: one went out): split again after it. */
+  private queued: { left: boolean } | undefined;
 
   constructor(
     members: readonly GroupMember[],
@@ -121,16 +125,38 @@ export class GroupPlant implements BatteryPlant {
 
   /** Splits `watts` and sends each unit its share in parallel; the outcome's watts are the units' acknowledged sum. */
   apply(watts: number, options: SendOptions): Promise<PlantOutcome> {
-    return this.split(watts, options, false);
+    return this.run(watts, options, false);
   }
 
   /**
-   * `handOver`: the plant's own re-split of the total in force (the regulator learns it through othersWrote());
-   * `grows`: a unit left, and a unit whose share grows by much gets its pulse too.
+   * One split and its outcome. `handOver`: the plant's own re-split of the total in force (the regulator learns it
+   * through othersWrote()); `grows`: a unit left, and a unit whose share grows by much gets its pulse too. A unit out
+   * or back during the split is handled after it (afterSplit()), never inside it.
    */
-  private async split(watts: number, options: SendOptions, handOver: boolean, grows = false): Promise<PlantOutcome> {
+  private async run(watts: number, options: SendOptions, handOver: boolean, grows = false): Promise<PlantOutcome> {
     if (handOver) this.handOvers++;
     const handOversBefore = this.handOvers;
+    const { reasons, answers } = await this.split(watts, options, handOver, grows);
+    this.afterSplit();
+    const now = this.now();
+    // A failure handed the total over to the units left (outChanged()), superseding what this split sent them: the sum
+    // of their shares is in force (told as failed or superseded, the regulator fell back while a unit carried its
+    // pulse, and the two swung against each other for seconds).
+    const handedOver = this.handOvers > handOversBefore && this.units.some((u) => !u.isOut(now));
+    const failed = answers?.filter((o) => 'error' in o) ?? [];
+    if (answers && answers.length > 0 && failed.length === answers.length && !handedOver) throw (failed[0] as { error: unknown }).error;
+    const superseded = !handedOver && answers !== undefined && answers.some((o) => 'superseded' in o && o.superseded);
+    if (reasons.includes('reversal') && !this.resting) this.reversal.start();
+    const sum = this.units.reduce((total, u) => total + (u.isOut(now) ? 0 : u.share()), 0);
+    if (!handOver) this.told = sum;
+    return { superseded, watts: sum };
+  }
+
+  /**
+   * The split of `watts`, each unit's share sent; its answers once in, or none where a unit out or back cut the wait
+   * short (outChanged(): what it sent the units left is superseded by the split that follows).
+   */
+  private async split(watts: number, options: SendOptions, handOver: boolean, grows: boolean) {
     this.total = watts;
     this.totalSoc = options.soc;
     this.totalSteady = options.steady;
@@ -154,18 +180,19 @@ export class GroupPlant implements BatteryPlant {
     // A failing unit's request (out of the split and of the sum) is not waited for while another unit is steered: it
     // waits for the failing unit's slot, and the regulator's setpoint was in flight for 2.5 s after a switch-off.
     const answering = steered.map((u) => !u.failing);
-    const sent = await Promise.all(answering.includes(true) ? outcomes.filter((_, i) => answering[i]) : outcomes);
-    const failed = sent.filter((o) => 'error' in o);
-    // A failure handed the total over to the units left (outChanged()), superseding what this split sent them: the sum
-    // of their shares is in force (told as failed or superseded, the regulator fell back while a unit carried its
-    // pulse, and the two swung against each other for seconds).
-    const handedOver = this.handOvers > handOversBefore && this.units.some((u) => !u.isOut(this.now()));
-    if (sent.length > 0 && failed.length === sent.length && !handedOver) throw (failed[0] as { error: unknown }).error;
-    const superseded = !handedOver && sent.some((o) => 'superseded' in o && o.superseded);
-    if (split.reasons.includes('reversal') && !this.resting) this.reversal.start();
-    const sum = this.units.reduce((total, u) => total + (u.isOut(this.now()) ? 0 : u.share()), 0);
-    if (!handOver) this.told = sum;
-    return { superseded, watts: sum };
+    const waited = answering.includes(true) ? outcomes.filter((_, i) => answering[i]) : outcomes;
+    const answers = await new Promise<Awaited<(typeof outcomes)[number]>[] | undefined>((resolve) => {
+      const cut = () => {
+        this.waiting.delete(cut);
+        resolve(undefined);
+      };
+      this.waiting.add(cut);
+      void Promise.all(waited).then((all) => {
+        this.waiting.delete(cut);
+        resolve(all);
+      });
+    });
+    return { reasons: split.reasons, answers };
   }
 
   /**
@@ -174,7 +201,7 @@ export class GroupPlant implements BatteryPlant {
    */
   private async again(urgent: boolean, grows = false): Promise<void> {
     if (this.resting || this.total === undefined) return;
-    await this.split(this.total, { urgent, soc: this.totalSoc, steady: this.totalSteady, onStart: () => undefined }, true, grows);
+    await this.run(this.total, { urgent, soc: this.totalSoc, steady: this.totalSteady, onStart: () => undefined }, true, grows);
   }
 
   /**
@@ -329,14 +356,31 @@ export class GroupPlant implements BatteryPlant {
     if (moved) void this.again(false).catch(() => undefined);
   }
 
-  /** A unit went out of the split or came back (`was`: out before): the last total is split again over the units now steered. */
+  /** A unit went out of the split or came back (`was`: out before): the last total is split again, after a split under way. */
   private outChanged(was: boolean, now: number): void {
     this.options.changed?.();
+    if (this.waiting.size === 0) return this.splitAgain(!was, now);
+    if (this.resting || this.total === undefined) return;
+    this.queued = { left: !was || this.queued?.left === true };
+    // The units left take over at once: the splits under way stop waiting for answers their shares no longer need.
+    if (this.units.some((u) => !u.isOut(now))) for (const cut of [...this.waiting]) cut();
+  }
+
+  /** The unit out or back that came during a split, once no split is under way. */
+  private afterSplit(): void {
+    const queued = this.queued;
+    if (this.waiting.size > 0 || !queued) return;
+    this.queued = undefined;
+    this.splitAgain(queued.left, this.now());
+  }
+
+  /** The last total split again over the units now steered (`left`: a unit went out). */
+  private splitAgain(left: boolean, now: number): void {
     if (this.total === undefined) return;
     // Re-decided where every unit left can get its own pulse (its lag known); otherwise the regulator's total, with its
     // pulse, goes over (a unit that never moved, taking over without one, left the grid short for 15 s and more).
     const pulsable = this.units.every((v) => v.isOut(now) || v.lagMs !== undefined);
-    const total = was || !pulsable ? undefined : this.totalAfterLeave?.();
+    const total = !left || !pulsable ? undefined : this.totalAfterLeave?.();
     if (total !== undefined) [this.total, this.totalSteady] = [total, undefined];
     void this.again(true, total !== undefined).catch(() => undefined);
   }
