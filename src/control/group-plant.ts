@@ -31,7 +31,8 @@
  */
 import type { PowerLimits } from '../points/catalogue';
 import type { BatteryPlant, OthersWrite, PlantOutcome, PlantReading, PlantSteering, ReadOptions, SendOptions } from './device-plant';
-import { splitGroup, type GroupUnit, type SplitMemory, type SplitOptions } from './group-split';
+import { splitGroup, splitStaged, type GroupUnit, type SplitMemory, type SplitOptions } from './group-split';
+import { estimateUnits, gridChargingUnits, holdCommands, readUnits, steeredIds, unitsWrote } from './group-read';
 import { ReversalWatch } from './group-reversal';
 import { SteeredUnit, type FloorRoom, type GroupMember, type UnitReport } from './group-unit';
 import type { RegulatorSettings } from './regulator';
@@ -161,7 +162,7 @@ export class GroupPlant implements BatteryPlant {
     this.totalSoc = options.soc;
     this.totalSteady = options.steady;
     const now = this.now();
-    const split = this.splitStaged(watts, options.steady, now);
+    const split = splitStaged(watts, options.steady, this.splitUnits(now), now, this.memory, this.options.split);
     this.memory = split.memory;
     let started = false;
     const onStart = () => {
@@ -233,27 +234,6 @@ export class GroupPlant implements BatteryPlant {
   }
 
   /**
-   * The split of `watts`; an overdrive's runs the units its `steady` setpoint would run (a pulse beyond 80 % of one
-   * unit's maximum brought a second or third unit in for a second, with its self-use). The others get none of the pulse
-   * but still count for the reversal: one still moving the other way holds the rest back.
-   */
-  private splitStaged(watts: number, steady: number | undefined, now: number): ReturnType<typeof splitGroup> {
-    const units = this.splitUnits(now);
-    if (steady === undefined || Math.sign(steady) !== Math.sign(watts))
-      return splitGroup(watts, units, now, this.memory, this.options.split);
-    const staged = splitGroup(steady, units, now, this.memory, this.options.split);
-    const running = (i: number) => staged.reasons[i] === 'active';
-    const split = splitGroup(
-      watts,
-      units.map((u, i) => (running(i) ? u : { ...u, maxChargeW: 0, maxDischargeW: 0 })),
-      now,
-      this.memory,
-      this.options.split,
-    );
-    return { ...split, reasons: split.reasons.map((reason, i) => (running(i) ? reason : staged.reasons[i]!)) };
-  }
-
-  /**
    * Stops following a reversal and the hand-over pulses' timers (the controller closes). A pulse stays in force as far
    * as is known: the hand-back replaces it (keep(), a standby, self-consumption).
    */
@@ -275,59 +255,9 @@ export class GroupPlant implements BatteryPlant {
 
   /** Every unit's battery power and SOC (the meter from the first unit's); the sum of the units that are steered. */
   async read(withMeter: boolean, options: ReadOptions = {}): Promise<PlantReading> {
-    let started = false;
-    // When each unit's request left: its power was taken then, not when the answer came (a read may wait its turn).
-    const left = this.units.map(() => undefined as number | undefined);
-    const results = await Promise.all(
-      this.units.map((u, i) =>
-        u
-          .read(withMeter && i === 0, {
-            signal: options.signal,
-            onStart: () => {
-              left[i] = this.now();
-              if (!started) options.onStart?.();
-              started = true;
-            },
-          })
-          .then(
-            (reading) => ({ reading }),
-            (error: unknown) => ({ error }),
-          ),
-      ),
-    );
-    // Withdrawn while it waited (a write needed the slots): no unit failed.
-    if (options.signal?.aborted) throw options.signal.reason;
-    const now = this.now();
-    let battery: number | undefined = 0;
-    let socWh = 0;
-    let capacityWh = 0;
-    results.forEach((result, i) => {
-      const u = this.units[i]!;
-      if ('error' in result) u.failed(result.error);
-      else u.took(result.reading, left[i] ?? now);
-      if (u.isOut(now)) return;
-      // A steered unit not read: the group's power is not known.
-      if (battery !== undefined)
-        battery = 'error' in result || result.reading.battery === undefined ? undefined : battery + result.reading.battery;
-      if (u.soc !== undefined) {
-        socWh += u.soc * u.capacityWh;
-        capacityWh += u.capacityWh;
-      }
-    });
-    if (results.every((r) => 'error' in r)) throw (results[0] as { error: unknown }).error;
-    this.rebalance(now);
-    const steered = this.units.filter((u) => !u.isOut(now));
-    const floors = steered.map((u) => u.dischargeSoc).filter((floor) => floor !== undefined);
-    const leashes = steered.map((u) => u.leashWh);
-    const first = results[0]!;
-    return {
-      battery,
-      soc: capacityWh > 0 ? socWh / capacityWh : undefined,
-      meter: 'reading' in first ? first.reading.meter : undefined,
-      // The regulator discharges while any unit may (each stops at its own floor by the split).
-      dischargeSoc: floors.length > 0 ? Math.min(...floors) : undefined,
-      leashWh: leashes.every((wh) => wh !== undefined) ? leashes.reduce((sum, wh) => sum + wh, 0) : undefined,
-    };
+    const reading = await readUnits(this.units, withMeter, options, this.now);
+    this.rebalance(this.now());
+    return reading;
   }
 
   leashMoved(): boolean {
@@ -336,12 +266,8 @@ export class GroupPlant implements BatteryPlant {
   }
 
   /** Whether every unit steered still holds its command (see BatteryPlant); false where one dropped it. */
-  async holdsCommand(): Promise<boolean | undefined> {
-    const now = this.now();
-    const holds = await Promise.all(
-      this.units.filter((u) => !u.isOut(now)).map((u) => (u.plant.holdsCommand?.() ?? Promise.resolve(undefined)).catch(() => undefined)),
-    );
-    return holds.includes(false) ? false : holds.every((held) => held === true) ? true : undefined;
+  holdsCommand(): Promise<boolean | undefined> {
+    return holdCommands(this.units, this.now());
   }
 
   /**
@@ -386,12 +312,8 @@ export class GroupPlant implements BatteryPlant {
   }
 
   /** Every unit's grid charging; a unit that refuses it is reported, the others go on. False where a unit has none. */
-  async gridCharging(on: boolean): Promise<boolean> {
-    const results = await Promise.allSettled(this.units.map((u) => u.plant.gridCharging(on)));
-    results.forEach((r, i) => {
-      if (r.status === 'rejected') this.options.unitFailure?.(this.units[i]!.id, r.reason);
-    });
-    return results.every((r) => r.status === 'rejected' || r.value);
+  gridCharging(on: boolean): Promise<boolean> {
+    return gridChargingUnits(this.units, on, this.options.unitFailure);
   }
 
   async selfConsumption(): Promise<void> {
@@ -410,18 +332,12 @@ export class GroupPlant implements BatteryPlant {
    */
   othersWrote(since: number): OthersWrite | undefined {
     if (this.units.some((u) => u.sending > 0)) return undefined;
-    const changes = this.units.map((u) => u.plant.othersWrote(since));
-    const at = Math.max(...changes.map((c) => c?.at ?? -Infinity));
-    if (at === -Infinity) return undefined;
-    if (changes.some((c) => c?.handedBack)) return { at, handedBack: true };
-    const own = changes.every((c, i) => c?.watts === undefined || c.watts === this.units[i]!.setpointW);
-    changes.forEach((c, i) => {
-      if (c?.watts !== undefined) this.units[i]!.acknowledged(c.watts, c.at, c.at);
-    });
+    const wrote = unitsWrote(this.units, since);
+    if (!wrote || wrote.handedBack) return wrote;
     const watts = this.units.reduce((sum, u) => sum + u.share(), 0);
-    if (own && watts === this.told) return undefined;
+    if (wrote.own && watts === this.told) return undefined;
     this.told = watts;
-    return { at, handedBack: false, watts };
+    return { at: wrote.at, handedBack: false, watts };
   }
 
   /**
@@ -431,23 +347,12 @@ export class GroupPlant implements BatteryPlant {
    * been read lately.
    */
   estimate(at: number): number | undefined {
-    let sum = 0;
-    for (const u of this.units) {
-      if (u.isOut(at)) continue;
-      const power = u.estimate(at);
-      if (power === undefined) return undefined;
-      sum += power;
-    }
-    return sum;
+    return estimateUnits(this.units, at);
   }
 
   /** The units in the split now (not out), by id. */
   members(): string {
-    const now = this.now();
-    return this.units
-      .filter((u) => !u.isOut(now))
-      .map((u) => u.id)
-      .join(' ');
+    return steeredIds(this.units, this.now());
   }
 
   /**

@@ -13,7 +13,7 @@
  * answered again) is told to the centre through `UnitContext.outChanged`, after the unit's state is updated.
  */
 import type { ClientSession } from '../device/client';
-import { pointByName } from '../points/catalogue';
+import { pointByName, type PowerLimits } from '../points/catalogue';
 import type { RegulatorSettings } from './regulator';
 import { DevicePlant, type BatteryPlant, type PlantOutcome, type PlantReading, type SendOptions } from './device-plant';
 import { SPLIT_DEFAULTS, heading, type GroupUnit, type UnitReason } from './group-split';
@@ -76,6 +76,8 @@ function unitPulse(value: number, final: number): UnitPulse {
   return { value, final, followed, follow };
 }
 
+const RATED_CAPACITY = pointByName('ratedCapacity')!.address;
+
 /** How far the pulses of one split may charge past its shares together (W), the grid-charging floor kept. */
 export type FloorRoom = { watts: number };
 
@@ -87,7 +89,36 @@ export function within(room: FloorRoom, share: number, value: number): boolean {
   return true;
 }
 
-const RATED_CAPACITY = pointByName('ratedCapacity')!.address;
+/**
+ * A hand-over pulse on `share` for a unit at `power` (W) under its lag: pulseSetpoint(), going past the share by at most
+ * the unit's distance from it, within the unit's limits and the floor's `room` (which it takes its part of);
+ * undefined where it would be the share itself or break the floor.
+ */
+function handOverSetpoint(
+  share: number,
+  power: number,
+  slotMs: number,
+  lagMs: number,
+  limits: PowerLimits,
+  room: FloorRoom,
+): number | undefined {
+  const wanted = pulseSetpoint(power, share, slotMs, lagMs);
+  const past = Math.min(Math.abs(wanted - share), Math.abs(share - power));
+  const limit = share > 0 ? limits.dischargeLimit : limits.chargeLimit;
+  const value = Math.round(Math.sign(share) * Math.min(limit, Math.abs(share) + past));
+  const floored = share < 0 ? Math.max(value, share - Math.floor(room.watts)) : value;
+  return floored !== share && within(room, share, floored) ? floored : undefined;
+}
+
+/** A device's rated capacity (142, Wh); undefined where it cannot be read. */
+async function ratedCapacityWh(session: ClientSession): Promise<number | undefined> {
+  const kwh = await session.read([RATED_CAPACITY]).then(
+    ({ values }) => values.get(RATED_CAPACITY),
+    () => undefined,
+  );
+  return typeof kwh === 'number' && kwh > 0 ? kwh * 1000 : undefined;
+}
+
 /** A unit's capacity when neither given nor read (Wh): the units then weigh alike. */
 const UNKNOWN_CAPACITY_WH = 2000;
 /** A reading older than this does not tell the split whether a unit still moves (ms). */
@@ -199,12 +230,7 @@ export class SteeredUnit {
   async learn(): Promise<void> {
     const { session } = this.member;
     const capacity = async () => {
-      if (this.knownCapacityWh !== undefined || 'apply' in session) return;
-      const kwh = await session.read([RATED_CAPACITY]).then(
-        ({ values }) => values.get(RATED_CAPACITY),
-        () => undefined,
-      );
-      if (typeof kwh === 'number' && kwh > 0) this.knownCapacityWh = kwh * 1000;
+      if (this.knownCapacityWh === undefined && !('apply' in session)) this.knownCapacityWh = await ratedCapacityWh(session);
     };
     await Promise.all([this.plant.learn(), capacity()]);
   }
@@ -270,9 +296,8 @@ export class SteeredUnit {
 
   /**
    * The setpoint that brings a joining unit (idle or the other way) to `share` one slot after it acts, by its learned
-   * lag: undefined for a small share, a unit whose lag is not known yet or one already moving this way (unless its
-   * share `grows` by HAND_OVER_MIN_W or more). It goes past the share by at most the unit's distance from it, and stays
-   * within the unit's limits.
+   * lag (handOverSetpoint()): undefined for a small share, a unit whose lag is not known yet or one already moving this
+   * way (unless its share `grows` by HAND_OVER_MIN_W or more).
    */
   private handOverPulse(share: number, grows: boolean, room: FloorRoom): number | undefined {
     if (this.lagMs === undefined || Math.abs(share) < HAND_OVER_MIN_W) return undefined;
@@ -281,14 +306,8 @@ export class SteeredUnit {
     const now = this.ctx.now();
     const fresh = this.freshRead(now);
     const power = fresh ? heading(this.before, fresh, this.setpointW, now) : 0;
-    const distance = share - power;
-    if (distance * Math.sign(share) < (moving ? HAND_OVER_MIN_W : 1)) return undefined;
-    const wanted = pulseSetpoint(power, share, this.ctx.slotMs(), this.lagMs);
-    const past = Math.min(Math.abs(wanted - share), Math.abs(distance));
-    const limit = share > 0 ? this.plant.limits.dischargeLimit : this.plant.limits.chargeLimit;
-    const value = Math.round(Math.sign(share) * Math.min(limit, Math.abs(share) + past));
-    const floored = share < 0 ? Math.max(value, share - Math.floor(room.watts)) : value;
-    return floored !== share && within(room, share, floored) ? floored : undefined;
+    if ((share - power) * Math.sign(share) < (moving ? HAND_OVER_MIN_W : 1)) return undefined;
+    return handOverSetpoint(share, power, this.ctx.slotMs(), this.lagMs, this.plant.limits, room);
   }
 
   /** A pulse's share once the pulse has run its slot; a newer share of the same way that came meanwhile follows it. */
