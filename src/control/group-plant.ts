@@ -25,16 +25,13 @@
  * itself only while the controller steers. After a close, a disable, a hand-back or a time-out nothing is split or
  * sent again (a unit out or back sent the old total after the hand-back to self-consumption), a hand-back goes after
  * the plant's own requests under way, and keep ends each pulse on its share at once (keep()).
- *
- * Contract of the centre: it holds the total in force (written by apply() and by a unit leaving), the split's memory,
- * what the regulator was last told, and the controller's steering; the units hold the rest. It only splits a total.
  */
 import type { PowerLimits } from '../points/catalogue';
 import type { BatteryPlant, OthersWrite, PlantOutcome, PlantReading, PlantSteering, ReadOptions, SendOptions } from './device-plant';
 import { splitGroup, splitStaged, type GroupUnit, type SplitMemory, type SplitOptions } from './group-split';
 import { estimateUnits, gridChargingUnits, holdCommands, readUnits, steeredIds, unitsWrote } from './group-read';
 import { ReversalWatch } from './group-reversal';
-import { SteeredUnit, type FloorRoom, type GroupMember, type UnitReport } from './group-unit';
+import { SteeredUnit, floorRoom, type GroupMember, type UnitReport } from './group-unit';
 import type { RegulatorSettings } from './regulator';
 import { HAND_OVER_SLOT_MARGIN_MS } from './pulse';
 import type { HealthOptions } from './unit-health';
@@ -50,6 +47,30 @@ export interface GroupPlantOptions {
   now?: () => number;
 }
 
+/** A split's answers once all are in; undefined once the cut it adds to `waiting` is called (a unit out or back). */
+function answersUnlessCut<T>(outcomes: readonly Promise<T>[], waiting: Set<() => void>): Promise<T[] | undefined> {
+  return new Promise((resolve) => {
+    const cut = () => {
+      waiting.delete(cut);
+      resolve(undefined);
+    };
+    waiting.add(cut);
+    void Promise.all(outcomes).then((all) => {
+      waiting.delete(cut);
+      resolve(all);
+    });
+  });
+}
+
+/**
+ * The centre: it only splits a total, one split at a time. It holds the total in force with its SOC and steady setpoint
+ * (written by apply() and by a unit leaving, cleared by the hand-back), the split's memory (each split), what the
+ * regulator was last told (apply's outcome, othersWrote()), the controller's steering (steeredBy()), the splits under
+ * way and a unit out or back that came meanwhile (`queued`); each unit holds the rest (SteeredUnit). Read by the
+ * controller (the BatteryPlant methods), the units (their context: the slot, closed, the total's SOC) and the reversal
+ * watch. Invariants: no split starts inside another: a unit out or back while a split waits is queued and handled by
+ * afterSplit() once none waits; the plant splits nothing again by itself while the controller rests or without a total.
+ */
 export class GroupPlant implements BatteryPlant {
   private readonly units: SteeredUnit[];
   private memory: SplitMemory = { units: {} };
@@ -173,7 +194,7 @@ export class GroupPlant implements BatteryPlant {
       u.reason = split.reasons[i]!;
       return !u.notSteered(now);
     });
-    const room = this.floorRoom(split.setpoints, watts);
+    const room = floorRoom(this.units, split.setpoints, watts, this.steering?.floor());
     const { urgent, soc, force } = options;
     const outcomes = steered.map((u) =>
       u.send(split.setpoints[this.units.indexOf(u)]!, { urgent, soc, force, onStart }, handOver, grows, room),
@@ -182,18 +203,7 @@ export class GroupPlant implements BatteryPlant {
     // waits for the failing unit's slot, and the regulator's setpoint was in flight for 2.5 s after a switch-off.
     const answering = steered.map((u) => !u.failing);
     const waited = answering.includes(true) ? outcomes.filter((_, i) => answering[i]) : outcomes;
-    const answers = await new Promise<Awaited<(typeof outcomes)[number]>[] | undefined>((resolve) => {
-      const cut = () => {
-        this.waiting.delete(cut);
-        resolve(undefined);
-      };
-      this.waiting.add(cut);
-      void Promise.all(waited).then((all) => {
-        this.waiting.delete(cut);
-        resolve(all);
-      });
-    });
-    return { reasons: split.reasons, answers };
+    return { reasons: split.reasons, answers: await answersUnlessCut(waited, this.waiting) };
   }
 
   /**
@@ -211,18 +221,6 @@ export class GroupPlant implements BatteryPlant {
    */
   private get resting(): boolean {
     return this.closed || this.steering?.steering() === false;
-  }
-
-  /**
-   * How far hand-over pulses may charge past the shares of a split of `total` (`setpoints`): down to the grid-charging
-   * floor, or the total where it charges more. Until its request is answered each unit may hold its share before (a
-   * unit stopping still charged at -575 W while the one taking over was sent -910 W on a total of -455 W), so each
-   * counts with the more charging of the two; a pulse kept or started takes its part (within()).
-   */
-  private floorRoom(setpoints: readonly number[], total: number): FloorRoom {
-    const bound = Math.min(total, this.steering?.floor() ?? -Infinity);
-    const held = this.units.reduce((sum, u, i) => sum + Math.min(setpoints[i]!, u.share()), 0);
-    return { watts: Math.max(0, held - bound) };
   }
 
   whenUnitLeaves(total: () => number | undefined): void {

@@ -81,8 +81,20 @@ const RATED_CAPACITY = pointByName('ratedCapacity')!.address;
 /** How far the pulses of one split may charge past its shares together (W), the grid-charging floor kept. */
 export type FloorRoom = { watts: number };
 
+/**
+ * How far hand-over pulses may charge past the shares of a split of `total` (`setpoints`, per unit): down to the
+ * grid-charging `floor`, or the total where it charges more. Until its request is answered each unit may hold its
+ * share before (a unit stopping still charged at -575 W while the one taking over was sent -910 W on a total of
+ * -455 W), so each counts with the more charging of the two; a pulse kept or started takes its part (within()).
+ */
+export function floorRoom(units: readonly SteeredUnit[], setpoints: readonly number[], total: number, floor = -Infinity): FloorRoom {
+  const bound = Math.min(total, floor);
+  const held = units.reduce((sum, u, i) => sum + Math.min(setpoints[i]!, u.share()), 0);
+  return { watts: Math.max(0, held - bound) };
+}
+
 /** Whether a pulse of `value` on `share` keeps the floor (`room`), which it then takes its part of. */
-export function within(room: FloorRoom, share: number, value: number): boolean {
+function within(room: FloorRoom, share: number, value: number): boolean {
   const past = Math.max(0, share - value);
   if (past > room.watts) return false;
   room.watts -= past;
