@@ -303,7 +303,7 @@ export class GroupPlant implements BatteryPlant {
     if (this.total === undefined) return;
     // Re-decided where every unit left can get its own pulse (its lag known); otherwise the regulator's total, with its
     // pulse, goes over (a unit that never moved, taking over without one, left the grid short for 15 s and more).
-    const pulsable = this.units.every((v) => v.isOut(now) || v.lagMs !== undefined);
+    const pulsable = this.units.every((v) => v.isOut(now) || v.model.lagMs !== undefined);
     const total = !left || !pulsable ? undefined : this.totalAfterLeave?.();
     if (total !== undefined) [this.total, this.totalSteady] = [total, undefined];
     void this.again(true, total !== undefined).catch(() => undefined);

@@ -80,7 +80,7 @@ export function estimateUnits(units: readonly SteeredUnit[], at: number): number
   let sum = 0;
   for (const u of units) {
     if (u.isOut(at)) continue;
-    const power = u.estimate(at);
+    const power = u.model.estimate(at);
     if (power === undefined) return undefined;
     sum += power;
   }

@@ -1,13 +1,13 @@
 /**
  * One unit of a group (issue 25, issue 36): the life and health of its command. It holds what was sent to it and what
- * it acknowledged, its hand-over pulse with the pulse's timer and follow-up, its health (unitHealth), its reads, its
- * learned lag (src/control/unit-lag.ts), its capacity and SOC; it sends through its own plant (a DevicePlant with its
- * own queue, or a simulated unit's), ends its own pulse, and tells the centre (GroupPlant) what a split needs: its
- * share, whether it is out, at rest, its fresh read and its power now (estimate()).
+ * it acknowledged, its hand-over pulse with the pulse's timer and follow-up, its health (unitHealth), its reads and
+ * learned lag (`model`, UnitModel in src/control/unit-lag.ts), its capacity and SOC; it sends through its own plant (a
+ * DevicePlant with its own queue, or a simulated unit's), ends its own pulse, and tells the centre (GroupPlant) what a
+ * split needs: its share, whether it is out, at rest, its fresh read and its power now (`model.estimate()`).
  *
  * Contract. Written only by the unit itself, except `reason`, which the centre's split writes (and the unit, as it
  * leaves). Read by the centre. Invariants: `sent` is the setpoint of the unit's own request under way (undefined when
- * none is); `setpointW` the last acknowledged, `since` when it changed and `steps` the acknowledged ones (newest last);
+ * none is); `setpointW` the last acknowledged, `since` when it changed, and the model holds each change;
  * a `pulse` is in force from its request until its follow-up sends its `final` (its share), and nothing but the unit
  * ends it; `sending` counts its requests under way. A change of being out (a failed request or read, a shortfall, one
  * answered again) is told to the centre through `UnitContext.outChanged`, after the unit's state is updated.
@@ -16,10 +16,9 @@ import type { ClientSession } from '../device/client';
 import { pointByName, type PowerLimits } from '../points/catalogue';
 import type { RegulatorSettings } from './regulator';
 import { DevicePlant, type BatteryPlant, type PlantOutcome, type PlantReading, type SendOptions } from './device-plant';
-import { SPLIT_DEFAULTS, heading, type GroupUnit, type UnitReason } from './group-split';
-import type { Step } from './plant-family';
+import { SPLIT_DEFAULTS, type GroupUnit, type UnitReason } from './group-split';
 import { pulseSetpoint } from './pulse';
-import { fitLag, follow, type Read } from './unit-lag';
+import { UnitModel } from './unit-lag';
 import { isLeftOut, unitHealth, type HealthOptions, type LeftOutReason, type UnitHealth } from './unit-health';
 
 /** One device of the group. */
@@ -133,14 +132,8 @@ async function ratedCapacityWh(session: ClientSession): Promise<number | undefin
 
 /** A unit's capacity when neither given nor read (Wh): the units then weigh alike. */
 const UNKNOWN_CAPACITY_WH = 2000;
-/** A reading older than this does not tell the split whether a unit still moves (ms). */
-const FRESH_MS = 10000;
-/** Setpoints kept per unit for the fit. */
-const STEPS_KEPT = 16;
 /** A joining unit's share smaller than this (W) is a plain step: a pulse would gain little. */
 const HAND_OVER_MIN_W = 150;
-/** A unit's lag before its reads showed it (ms): about the geometric middle of the specification's 0.5 to 5 s. */
-const PRIOR_LAG_MS = 1500;
 
 export class SteeredUnit {
   readonly id: string;
@@ -150,9 +143,8 @@ export class SteeredUnit {
   /** Acknowledged setpoint (W), since when (ms). */
   setpointW = 0;
   private since = -Infinity;
-  private delivered?: Read;
-  /** The read before `delivered`: with it, where the unit's power is heading. */
-  private before?: Read;
+  /** Its setpoints, reads and lag. */
+  readonly model = new UnitModel();
   soc?: number;
   /** Its discharge floor as its plant last read it (its own backup SOC). */
   dischargeSoc?: number;
@@ -161,10 +153,6 @@ export class SteeredUnit {
   private health?: UnitHealth;
   /** Its last request failed: out of the split until one succeeds (left out only after several). */
   failing?: boolean;
-  /** Its first-order lag as its reads showed it (ms); unknown until seen. */
-  lagMs?: number;
-  /** Its acknowledged setpoints, newest last: what its reads answered. */
-  private readonly steps: Step[] = [];
   /** The setpoint under way to it (sent, not yet answered). */
   private sent?: { watts: number };
   /** A hand-over pulse in force. */
@@ -211,26 +199,16 @@ export class SteeredUnit {
     return this.pulse?.final ?? this.sent?.watts ?? this.setpointW;
   }
 
-  freshRead(now: number): Read | undefined {
-    return this.delivered && now - this.delivered.at < FRESH_MS ? this.delivered : undefined;
-  }
-
   /** Commanded to rest, and its last read shows it there. */
   atRest(now: number): boolean {
-    return this.setpointW === 0 && Math.abs(this.freshRead(now)?.watts ?? Infinity) <= SPLIT_DEFAULTS.idleW;
-  }
-
-  /** Its power at `at`: its last read carried on under its lag through its setpoints; undefined without a fresh read. */
-  estimate(at: number): number | undefined {
-    const read = this.freshRead(at);
-    return read && follow(this.steps, read, at, this.lagMs ?? PRIOR_LAG_MS);
+    return this.setpointW === 0 && Math.abs(this.model.fresh(now)?.watts ?? Infinity) <= SPLIT_DEFAULTS.idleW;
   }
 
   report(now: number): UnitReport {
     return {
       device: this.id,
       setpoint: this.setpointW,
-      delivered: this.delivered ? Math.round(this.delivered.watts) : null,
+      delivered: this.model.lastW,
       soc: this.soc ?? null,
       active: this.setpointW !== 0,
       leftOut: this.isLeftOut(now) ? this.health!.reason! : false,
@@ -249,7 +227,7 @@ export class SteeredUnit {
 
   /** The unit as the split sees it now, with the charge and discharge SOC of the total. */
   splitView(now: number, chargeSoc: number, dischargeSoc: number): GroupUnit {
-    const fresh = this.freshRead(now);
+    const fresh = this.model.fresh(now);
     return {
       id: this.id,
       maxChargeW: this.plant.limits.chargeLimit,
@@ -267,7 +245,7 @@ export class SteeredUnit {
       ...(fresh
         ? {
             deliveredW: fresh.watts,
-            headingW: heading(this.before, fresh, this.setpointW, now),
+            headingW: this.model.heading(this.setpointW, now),
             responseMs: now - fresh.at + SPLIT_DEFAULTS.responseMs,
           }
         : {}),
@@ -312,14 +290,14 @@ export class SteeredUnit {
    * way (unless its share `grows` by HAND_OVER_MIN_W or more).
    */
   private handOverPulse(share: number, grows: boolean, room: FloorRoom): number | undefined {
-    if (this.lagMs === undefined || Math.abs(share) < HAND_OVER_MIN_W) return undefined;
+    const { lagMs } = this.model;
+    if (lagMs === undefined || Math.abs(share) < HAND_OVER_MIN_W) return undefined;
     const moving = Math.sign(this.setpointW) === Math.sign(share);
     if (moving && !grows) return undefined;
     const now = this.ctx.now();
-    const fresh = this.freshRead(now);
-    const power = fresh ? heading(this.before, fresh, this.setpointW, now) : 0;
+    const power = this.model.heading(this.setpointW, now) ?? 0;
     if ((share - power) * Math.sign(share) < (moving ? HAND_OVER_MIN_W : 1)) return undefined;
-    return handOverSetpoint(share, power, this.ctx.slotMs(), this.lagMs, this.plant.limits, room);
+    return handOverSetpoint(share, power, this.ctx.slotMs(), lagMs, this.plant.limits, room);
   }
 
   /** A pulse's share once the pulse has run its slot; a newer share of the same way that came meanwhile follows it. */
@@ -397,8 +375,7 @@ export class SteeredUnit {
   acknowledged(watts: number, startAt: number, ackAt: number): void {
     if (watts !== this.setpointW) {
       this.since = startAt;
-      this.steps.push({ value: watts, startAt, ackAt });
-      if (this.steps.length > STEPS_KEPT) this.steps.shift();
+      this.model.acknowledged(watts, startAt, ackAt);
     }
     this.setpointW = watts;
   }
@@ -415,7 +392,7 @@ export class SteeredUnit {
     if (reading.soc !== undefined) this.soc = reading.soc;
     this.dischargeSoc = reading.dischargeSoc ?? this.dischargeSoc;
     this.leashWh = reading.leashWh ?? this.leashWh;
-    if (reading.battery !== undefined) this.powerRead(reading.battery, at);
+    if (reading.battery !== undefined) this.model.read(reading.battery, at);
     this.observe(true, reading.battery);
   }
 
@@ -430,7 +407,7 @@ export class SteeredUnit {
     let left: number | undefined;
     return this.plant.read(false, { onStart: () => (left = this.ctx.now()) }).then(
       (reading) => {
-        if (reading.battery !== undefined) this.powerRead(reading.battery, left ?? this.ctx.now());
+        if (reading.battery !== undefined) this.model.read(reading.battery, left ?? this.ctx.now());
       },
       () => undefined,
     );
@@ -449,15 +426,5 @@ export class SteeredUnit {
     if (this.isOut(now) === was) return;
     if (!was) this.reason = 'left out';
     this.ctx.outChanged(was, now);
-  }
-
-  /** A read of its power; with the one before, its lag (fitLag(), each new one averaged with the last). */
-  private powerRead(watts: number, at: number): void {
-    if (this.delivered) {
-      const lagMs = fitLag(this.steps, this.delivered, { watts, at });
-      if (lagMs !== undefined) this.lagMs = this.lagMs === undefined ? lagMs : (this.lagMs + lagMs) / 2;
-    }
-    this.before = this.delivered;
-    this.delivered = { watts, at };
   }
 }

@@ -1,12 +1,20 @@
 /**
  * A group unit's own plant model (issue 25): its first-order lag learned from two of its reads and the setpoints it
- * followed (fitLag()), and its power carried on from a read under that lag (follow()). No I/O, no state; time in ms.
+ * followed (fitLag()), and its power carried on from a read under that lag (follow()); UnitModel keeps one unit's
+ * setpoints, reads and lag. No I/O; time in ms.
  */
+import { heading } from './group-split';
 import { response, type Step } from './plant-family';
 
 /** A unit's battery power as read (W, signed like 6000) and when its request left (ms). */
 export type Read = { watts: number; at: number };
 
+/** A reading older than this does not tell the split whether a unit still moves (ms). */
+const FRESH_MS = 10000;
+/** Setpoints kept per unit for the fit. */
+const STEPS_KEPT = 16;
+/** A unit's lag before its reads showed it (ms): about the geometric middle of the specification's 0.5 to 5 s. */
+const PRIOR_LAG_MS = 1500;
 /** A unit's lag is learned from two reads at most this far apart (ms) between which it moved at least LAG_MOVE_W. */
 const LAG_READS_MS = 5000;
 const LAG_MOVE_W = 100;
@@ -43,4 +51,56 @@ export function fitLag(steps: readonly Step[], first: Read, second: Read): numbe
     else slow = middle;
   }
   return Math.exp((fast + slow) / 2);
+}
+
+/**
+ * One unit's model: the setpoints it acknowledged (newest last, STEPS_KEPT of them), its last two reads of its power
+ * and the lag they showed. Written by its unit only (acknowledged(), read()); read by the unit and, for `lagMs`, the
+ * centre (a hand-over pulse needs the lag of each unit left).
+ */
+export class UnitModel {
+  private readonly steps: Step[] = [];
+  private last?: Read;
+  /** The read before `last`: with it, where the unit's power is heading. */
+  private before?: Read;
+  /** Its first-order lag as its reads showed it (ms); unknown until seen. */
+  lagMs?: number;
+
+  /** A new setpoint in force: `startAt` when its request left (or was answered, where none went), `ackAt` answered. */
+  acknowledged(value: number, startAt: number, ackAt: number): void {
+    this.steps.push({ value, startAt, ackAt });
+    if (this.steps.length > STEPS_KEPT) this.steps.shift();
+  }
+
+  /** A read of its power (`at`: when its request left); with the one before, its lag (each fit averaged with the last). */
+  read(watts: number, at: number): void {
+    if (this.last) {
+      const lagMs = fitLag(this.steps, this.last, { watts, at });
+      if (lagMs !== undefined) this.lagMs = this.lagMs === undefined ? lagMs : (this.lagMs + lagMs) / 2;
+    }
+    this.before = this.last;
+    this.last = { watts, at };
+  }
+
+  /** The last read's watts, rounded; null before the first. */
+  get lastW(): number | null {
+    return this.last ? Math.round(this.last.watts) : null;
+  }
+
+  /** The last read where it is recent enough to tell whether the unit still moves. */
+  fresh(now: number): Read | undefined {
+    return this.last && now - this.last.at < FRESH_MS ? this.last : undefined;
+  }
+
+  /** Its power when a command sent now could act (heading(), towards `setpointW`); undefined without a fresh read. */
+  heading(setpointW: number, now: number): number | undefined {
+    const fresh = this.fresh(now);
+    return fresh && heading(this.before, fresh, setpointW, now);
+  }
+
+  /** Its power at `at`: its last read carried on under its lag through its setpoints; undefined without a fresh read. */
+  estimate(at: number): number | undefined {
+    const read = this.fresh(at);
+    return read && follow(this.steps, read, at, this.lagMs ?? PRIOR_LAG_MS);
+  }
 }
