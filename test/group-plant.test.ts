@@ -1,7 +1,8 @@
 /** The group plant (src/control/group-plant.ts): one total over two simulated units in one house, each its own client. */
 import should from 'should';
 import { DeviceClient } from '../src/device/client';
-import { GroupPlant, fitLag } from '../src/control/group-plant';
+import { GroupPlant } from '../src/control/group-plant';
+import { fitLag } from '../src/control/unit-lag';
 import type { BatteryPlant, PlantOutcome, PlantReading, SendOptions } from '../src/control/device-plant';
 import { MODEL_CLASSES, REAL_TIME } from '../src/points/catalogue';
 import { DeviceSimulator, SharedHouse } from '../src/simulator';
@@ -234,8 +235,8 @@ describe('group plant (src/control/group-plant.ts): several devices behind one m
     const at = (t: number): number =>
       t <= 3500 ? 1000 * (1 - Math.exp(-(t - 1000) / lag)) : 400 + (at(3500) - 400) * Math.exp(-(t - 3500) / lag);
     const steps = [
-      { value: 1000, at: 0 },
-      { value: 400, at: 2500 },
+      { value: 1000, startAt: 0, ackAt: 400 },
+      { value: 400, startAt: 2500, ackAt: 2900 },
     ];
     fitLag(steps, { watts: at(2000), at: 2000 }, { watts: at(3000), at: 3000 })!.should.be.approximately(lag, 1);
     // Across the second step, which acts between the reads.
@@ -285,6 +286,65 @@ describe('group plant (src/control/group-plant.ts): several devices behind one m
     most.should.be.above(800).and.belowOrEqual(1200);
     // The regulator hears of the share (or nothing: the total stayed), never of the pulse.
     (told ?? 600).should.equal(600);
+    plant.close();
+  });
+
+  it('splits one total at a time: a unit that fails while a split waits for its units is handed over after that split, not in a split of its own inside it', async () => {
+    // Two units as plants of their own, each request answered when the test says.
+    const requests: number[][] = [[], []];
+    const answers: (() => void)[] = [];
+    let off = false;
+    const unit = (i: number): BatteryPlant => ({
+      minIntervalMs: 1000,
+      limits: { chargeLimit: MODEL_CLASSES['2000'].maxChargePower, dischargeLimit: MODEL_CLASSES['2000'].maxDischargePower },
+      learn: () => Promise.resolve(),
+      apply(watts: number, options: SendOptions): Promise<PlantOutcome> {
+        options.onStart();
+        requests[i].push(watts);
+        if (i === 0 && off) return Promise.reject(new Error('connect ECONNREFUSED'));
+        return new Promise((resolve) => answers.push(() => resolve({ superseded: false, watts })));
+      },
+      read: (): Promise<PlantReading> => Promise.resolve({ battery: 0, soc: 80 }),
+      selfConsumption: () => Promise.resolve(),
+      gridCharging: () => Promise.resolve(true),
+      othersWrote: () => undefined,
+    });
+    /** Answers every request under way until `done` has settled. */
+    const answered = async <T>(done: Promise<T>): Promise<T> => {
+      let settled = false;
+      void done.finally(() => (settled = true));
+      while (!settled) {
+        answers.splice(0).forEach((answer) => answer());
+        await new Promise((resolve) => setImmediate(resolve));
+      }
+      return done;
+    };
+    const plant = new GroupPlant(
+      [
+        { id: 'unit1', session: unit(0), capacityWh: 2000 },
+        { id: 'unit2', session: unit(1), capacityWh: 2000 },
+      ],
+      SETTINGS,
+    );
+    // The splits under way at once, counted where the plant splits (its internal split()).
+    const internals = plant as unknown as { split: (...args: unknown[]) => Promise<unknown> };
+    const split = internals.split.bind(plant);
+    let under = 0;
+    let most = 0;
+    internals.split = (...args) => {
+      most = Math.max(most, ++under);
+      const splitting = split(...args);
+      void splitting.finally(() => under--).catch(() => undefined);
+      return splitting;
+    };
+    await plant.read(false);
+    await answered(send(plant, 2200));
+    requests.map((r) => r.length).should.eql([1, 1]);
+    // The first unit is switched off: its request fails while the second unit's share is under way.
+    off = true;
+    (await answered(send(plant, 2400))).should.eql({ superseded: false, watts: 2400 });
+    requests[1].at(-1)!.should.equal(2400);
+    most.should.equal(1);
     plant.close();
   });
 

@@ -252,6 +252,32 @@ export function splitGroup(
   return { setpoints, reasons, commandedW, unmetW: Math.round(totalW) - commandedW, memory: remember(units, setpoints, memory, nowMs) };
 }
 
+/**
+ * The split of `totalW` where an overdrive's total heads to `steadyW`: it runs the units its steady setpoint would run
+ * (a pulse beyond 80 % of one unit's maximum brought a second or third unit in for a second, with its self-use). The
+ * others get none of the pulse but still count for the reversal: one still moving the other way holds the rest back.
+ */
+export function splitStaged(
+  totalW: number,
+  steadyW: number | undefined,
+  units: readonly GroupUnit[],
+  nowMs: number,
+  memory: SplitMemory,
+  settings: Partial<SplitOptions> = {},
+): GroupSplit {
+  if (steadyW === undefined || Math.sign(steadyW) !== Math.sign(totalW)) return splitGroup(totalW, units, nowMs, memory, settings);
+  const staged = splitGroup(steadyW, units, nowMs, memory, settings);
+  const running = (i: number) => staged.reasons[i] === 'active';
+  const split = splitGroup(
+    totalW,
+    units.map((u, i) => (running(i) ? u : { ...u, maxChargeW: 0, maxDischargeW: 0 })),
+    nowMs,
+    memory,
+    settings,
+  );
+  return { ...split, reasons: split.reasons.map((reason, i) => (running(i) ? reason : staged.reasons[i]!)) };
+}
+
 /** The memory after this decision: each way a unit was commanded or found in force, now. */
 function remember(units: readonly GroupUnit[], setpoints: number[], memory: SplitMemory, nowMs: number): SplitMemory {
   const next: Record<string, { chargeAt?: number; dischargeAt?: number }> = {};
