@@ -24,6 +24,7 @@ const path = require('node:path');
 const dist = path.resolve(__dirname, '..', 'dist');
 const { helper, PASSWORD } = require(path.join(dist, 'test', 'support.js'));
 const { DeviceSimulator, REAL_TIME } = require(path.join(dist, 'src'));
+const { countMeterAlarms } = require('./bench-zero-matrix.js');
 
 const TARGET_W = 0;
 const DEAD_TIME_S = 1;
@@ -234,6 +235,7 @@ function figures(record, stats, scenarioChanges, seconds) {
     requests: stats
       ? `${stats.violations.filter((v) => v.kind === 'interval').length} / ${stats.violations.filter((v) => v.kind === 'parallel').length} / ${stats.rejectedEarly}`
       : '–',
+    meterAlarms: record.meterAlarms ?? '–',
   };
 }
 
@@ -433,6 +435,7 @@ async function live(settings, house, specs, notes) {
     loaded = runs.filter((r) => r.spec.kind !== 'zero');
     await load(loaded, []);
   }
+  for (const r of loaded.filter((r) => r.spec.kind === 'zero')) countMeterAlarms(helper.getNode(`zero-${r.spec.key}`), r.record);
   await sleep(1500); // nodes start; the simulators' clocks have not
   for (const r of loaded) r.sim.timeScale = 1;
   const feed = setInterval(() => {
@@ -527,6 +530,7 @@ async function main() {
     ['setpoint reversals at constant load (most in one stretch)', 'reversals'],
     ['writes per minute', 'writesPerMinute'],
     ['requests under the minimum / in parallel / 503', 'requests'],
+    ['meter alarms (must be 0)', 'meterAlarms'],
   ]);
   const other = rows.filter((r) => r.lag !== LAG_S);
   if (other.length > 0)
@@ -536,6 +540,7 @@ async function main() {
       ['setpoint reversals', 'reversals'],
       ['sustained oscillation', 'oscillation'],
       ['writes per minute', 'writesPerMinute'],
+      ['meter alarms (must be 0)', 'meterAlarms'],
     ]);
   for (const note of notes) console.log(`\nNote: ${note}`);
 }

@@ -231,14 +231,7 @@ async function child(settings) {
       'loading the flow',
     );
     const zero = helper.getNode('zero');
-    // The meter check's alarms, by their texts (or keys, where the catalogue is not loaded): a right meter raises none.
-    const { errors } = require(path.join(ROOT, 'nodes', 'locales', 'en-US', 'localbattery-zero-feed-in.json'))['localbattery-zero-feed-in'];
-    const meterFault = (text) => String(text).includes('errors.meterFault.') || Object.values(errors.meterFault).includes(text);
-    const warn = zero.warn.bind(zero);
-    zero.warn = (text) => {
-      if (meterFault(text)) record.meterAlarms++;
-      warn(text);
-    };
+    countMeterAlarms(zero, record);
     helper.getNode('out').on('input', (msg) => record.reasons.push({ t: sim.simulatedSeconds, reason: msg.payload?.reason }));
     await sleep(1500); // the node starts; the simulator's clock has not
     sim.timeScale = 1;
@@ -593,7 +586,19 @@ async function parent(settings) {
   print(settings, rows, notes);
 }
 
-if (require.main !== module) module.exports = { VARIANTS, oracle, figures, zeroFlow, drive, child, runChild, pool };
+/** Counts the meter check's alarms of a zero feed-in node in `record.meterAlarms`, by their texts (or keys): a right meter raises none. */
+function countMeterAlarms(zero, record) {
+  const { errors } = require(path.join(ROOT, 'nodes', 'locales', 'en-US', 'localbattery-zero-feed-in.json'))['localbattery-zero-feed-in'];
+  const meterFault = (text) => String(text).includes('errors.meterFault.') || Object.values(errors.meterFault).includes(text);
+  const warn = zero.warn.bind(zero);
+  record.meterAlarms = 0;
+  zero.warn = (text) => {
+    if (meterFault(text)) record.meterAlarms++;
+    warn(text);
+  };
+}
+
+if (require.main !== module) module.exports = { VARIANTS, oracle, figures, zeroFlow, drive, child, runChild, pool, countMeterAlarms };
 else {
   const settings = options(process.argv.slice(2));
   (settings.child ? child(settings) : parent(settings)).then(

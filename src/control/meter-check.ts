@@ -1,17 +1,21 @@
 /**
  * A meter that cannot be right, caught while the zero feed-in loop steers (issue 34). No I/O: the controller
- * (src/control/zero-feed-in.ts) feeds it each reading with the battery power the regulator took for it, and stops when
- * it names a fault.
+ * (src/control/zero-feed-in.ts) feeds it each reading with the battery power the regulator took for it and the setpoint
+ * it stands behind, bounds the regulator by its window, sends its probes, holds while one shows, and stops when it
+ * names a fault.
  *
- * The statistic: the least-squares slope s of the grid readings on the battery's power over the readings since the
- * loop started steering, s = cov(grid, battery) / var(battery). A right meter gives s ≈ -1 (what the battery gives
- * more, the grid imports less; a load the battery follows shows first in the grid, which makes it more negative); a
- * meter with the wrong sign gives s ≈ +1 (it runs away with the battery); a meter in kW given as W gives s ≈ -0.001.
- * Levels, not changes: the battery's power as the regulator takes it may be a second off the meter's timing, which a
- * change between two readings does not survive. It decides only once the battery spanned EXCITATION_W, and on a clear
- * margin: wrong sign from s ≥ +0.5 where the loop also runs away (four setpoint moves one way, each making the reading
- * worse: a load the battery follows late, a kettle's pulse, make s positive for a while, but never that), too small only where every reading also lay within KW_READING_W. A right meter
- * confirmed (s ≤ -0.5) ends the check: a later load or a battery that falls short cannot raise a false alarm.
+ * Two rules find a wrong sign. (1) Each setpoint move of MOVE_W or more is judged by the readings after it: they move
+ * with it (more discharge, more import) or against it by MOVE_SHARE of the move. One move answered the wrong way may
+ * be a kettle switched on after it; the same way again at once (a probe of PROBE_W, the loop holding meanwhile) tells:
+ * a right meter answers the probe the right way (the kettle is still on), a wrong one the wrong way again, and two in
+ * a row stop the loop. Until rule (2) confirms the meter, each move goes at most UNCLEARED_MOVE_W (the window): a
+ * quick battery under a wrong sign reached its limit in two moves, before any verdict. (2) The slope s of
+ * the grid readings on the battery's power over the readings since steering began, s = cov(grid, battery) /
+ * var(battery), once the battery spanned EXCITATION_W: a right meter gives s ≈ -1, a wrong sign s ≈ +1, a kW meter
+ * given as W s ≈ -0.001. Levels, not changes: the battery's power as the regulator takes it may be a second off the
+ * meter's timing. A wrong sign from s ≥ +0.5 where the loop also runs away (four setpoint moves one way, each making
+ * the reading worse), too small only where every reading also lay within KW_READING_W. A right meter confirmed
+ * (s ≤ -0.5) ends the check: a later load or a battery that falls short cannot raise a false alarm.
  * A kW meter never moves the regulator (0.35 is within any dead band), so nothing excites it: where the first readings
  * all lie within KW_READING_W and one is no whole number, the check asks once for a probe (PROBE_W more discharge,
  * which a right meter's next reading undoes as a load change).
@@ -45,9 +49,22 @@ const KW_READING_W = 30;
 /** ...and it moves less than this share of the battery's moves. */
 const KW_SLOPE = 0.01;
 
-/** The probe: this much more discharge (W), after this many readings that steered. */
+/** A probe's size (W); a kW meter's comes after this many readings that steered. */
 export const PROBE_W = 400;
 const PROBE_AFTER = 3;
+
+/** A move's verdict (rule 1): moves of at least MOVE_W, readings that moved MOVE_SHARE of it, WRONG_MOVES in a row. */
+const MOVE_W = 300;
+const MOVE_SHARE = 0.3;
+const WRONG_MOVES = 2;
+/** The loop holds for a probe's verdict at most this many readings (a battery at its limit does not answer). */
+const PROBE_READINGS = 8;
+/**
+ * Until the meter is confirmed, each move of the setpoint goes at most this far (W): a quick battery under a wrong
+ * sign otherwise reached its limit in two moves, before any verdict (10 Wh exported in 20 s). A right meter is
+ * confirmed by the first move the battery answers, usually within seconds.
+ */
+export const UNCLEARED_MOVE_W = 500;
 
 /** The device's meter repeats its sample between refreshes: the same value this long after it came is no sign yet. */
 const HELD_SAMPLE_MS = 6000;
@@ -59,6 +76,13 @@ export class MeterCheck {
   /** Setpoint moves one way in a row: their direction, count, and where the setpoint and the reading were before. */
   private run: { direction: number; moves: number; setpoint: number; grid: number } | undefined;
   private lastSetpoint: { setpoint: number; grid: number } | undefined;
+  /** The last large move not yet judged (its size, signed, and the reading that made it); wrong verdicts in a row. */
+  private move: { size: number; grid: number } | undefined;
+  private wrongMoves = 0;
+  /** The way of a move answered the wrong way, until the next verdict. */
+  private suspectWay: number | undefined;
+  /** Readings since the probe after such a move, while the loop holds for its verdict. */
+  private probeReadings: number | undefined;
   /** Sums over the readings: n, Σb, Σg, Σb², Σbg; the battery's range. */
   private n = 0;
   private sumB = 0;
@@ -82,10 +106,26 @@ export class MeterCheck {
     return this.confirmed;
   }
 
+  /**
+   * The setpoints the loop may command next (W, signed like 6000), from the one it holds: within UNCLEARED_MOVE_W of it
+   * (and of 0) until the meter is cleared, unbounded after.
+   */
+  window(setpoint: number): { charge: number; discharge: number } {
+    if (this.confirmed) return { charge: Infinity, discharge: Infinity };
+    return { charge: UNCLEARED_MOVE_W - Math.min(0, setpoint), discharge: UNCLEARED_MOVE_W + Math.max(0, setpoint) };
+  }
+
+  /** The loop holds while the probe after a move answered the wrong way shows: its answer alone decides. */
+  get holding(): boolean {
+    return this.probeReadings !== undefined;
+  }
+
   /** Starts over (the loop steers again after a rest, or was re-enabled after a fault). */
   reset(): void {
     this.lastGrid = undefined;
-    this.run = this.lastSetpoint = undefined;
+    this.run = this.lastSetpoint = this.move = undefined;
+    this.wrongMoves = 0;
+    this.suspectWay = this.probeReadings = undefined;
     this.n = this.sumB = this.sumG = this.sumBB = this.sumBG = this.largest = 0;
     this.low = Infinity;
     this.high = -Infinity;
@@ -96,15 +136,19 @@ export class MeterCheck {
   /** A gap in the readings (a rest, a hand-back): the device meter's next value is new. */
   gap(): void {
     this.lastGrid = undefined;
+    this.move = undefined;
   }
 
   /**
    * A reading the regulator took (W, positive importing) with the battery power it took for it (W, positive
    * discharging, measured or modelled); the fault it shows, if any.
    */
-  observe(grid: number, battery: number | undefined, setpoint?: number): MeterFault | undefined {
+  observe(grid: number, battery: number | undefined, setpoint?: number, held = battery): MeterFault | undefined {
     if (this.confirmed || battery === undefined) return undefined;
+    const from = this.lastSetpoint?.setpoint ?? held ?? battery;
     this.follow(grid, setpoint);
+    if (this.probeReadings !== undefined && ++this.probeReadings > PROBE_READINGS) this.probeReadings = undefined;
+    if (this.judgeMove(grid, setpoint === undefined ? 0 : setpoint - from)) return 'inverted';
     if (this.heldMeter && grid === this.lastGrid) return undefined;
     this.lastGrid = grid;
     this.largest = Math.max(this.largest, Math.abs(grid));
@@ -124,12 +168,31 @@ export class MeterCheck {
     return undefined;
   }
 
+  /** Judges the last large move with this reading; `size`: the setpoint's move at this reading (0: none). */
+  private judgeMove(grid: number, size: number): boolean {
+    const move = this.move;
+    if (move) {
+      const withIt = (grid - move.grid) * Math.sign(move.size);
+      if (Math.abs(withIt) >= MOVE_SHARE * Math.abs(move.size)) {
+        this.move = undefined;
+        this.wrongMoves = withIt > 0 ? this.wrongMoves + 1 : 0;
+        if (this.wrongMoves >= WRONG_MOVES) return true;
+        this.suspectWay = this.wrongMoves > 0 ? Math.sign(move.size) : undefined;
+        this.probeReadings = undefined;
+      }
+    }
+    // A move the same way before the last one was judged waits: replaced, the last went unjudged.
+    if (Math.abs(size) >= MOVE_W && !(this.move && size * this.move.size > 0)) this.move = { size, grid };
+    return false;
+  }
+
   /** The setpoint's moves in a row one way (a reversal starts a new run). */
   private follow(grid: number, setpoint: number | undefined): void {
     if (setpoint === undefined) return;
     const last = this.lastSetpoint;
     this.lastSetpoint = { setpoint, grid };
-    if (!last || setpoint === last.setpoint) return;
+    // Trims do not count: a load's ramp makes many small moves one way, and a step then looked like a run.
+    if (!last || Math.abs(setpoint - last.setpoint) < MOVE_W) return;
     const direction = Math.sign(setpoint - last.setpoint);
     if (this.run?.direction === direction) this.run.moves++;
     else this.run = { direction, moves: 1, setpoint: last.setpoint, grid: last.grid };
@@ -146,12 +209,28 @@ export class MeterCheck {
     return this.high - this.low >= EXCITATION_W;
   }
 
-  /** Whether to probe now (once): readings so small, and one no whole number, that only a kW meter gives them. */
-  probeDue(): boolean {
-    const due = !this.probed && !this.confirmed && this.n >= PROBE_AFTER && !this.excited;
-    if (!due || this.largest > KW_READING_W || !this.fractional) return false;
+  /**
+   * A probe due now (W to add to the setpoint), once each: after a move answered the wrong way, the same way again at
+   * once (a slow battery's next move came 5 s later; a kettle switched on after the move is told from a wrong sign by
+   * the probe's answer); readings so small, and one no whole number, that only a kW meter gives them: more discharge.
+   * Nothing changes until the caller says it sent it (probeSent()).
+   */
+  get probeDue(): number | undefined {
+    if (this.confirmed || this.probed) return undefined;
+    if (this.suspectWay !== undefined) return this.suspectWay * PROBE_W;
+    if (this.n < PROBE_AFTER || this.excited || this.largest > KW_READING_W || !this.fractional) return undefined;
+    return PROBE_W;
+  }
+
+  /** Whether the probe due goes instead of a move the regulator decided: the suspect's does, a kW meter's waits for a hold. */
+  get probeReplacesMoves(): boolean {
+    return this.suspectWay !== undefined;
+  }
+
+  /** The probe due was sent: after a suspect move the loop holds for its answer. */
+  probeSent(): void {
     this.probed = true;
-    return true;
+    if (this.suspectWay !== undefined) this.probeReadings = 0;
   }
 
   /**

@@ -124,22 +124,43 @@ export class MeterInput {
     this.check.gap();
   }
 
-  /** The check of a reading the regulator decided on: the fault it shows, if any. */
-  verdict(grid: number, decision: Decision): MeterFault | undefined {
-    return this.check.observe(grid, decision.battery, this.parts.regulator.setpoint);
+  /** The setpoint the loop stands behind (a pulse's final one), or the one the device acknowledged. */
+  get commanded(): number | undefined {
+    return this.parts.regulator.steady ?? this.parts.regulator.setpoint;
   }
 
-  /** A probe is due where the regulator holds and nothing moves. */
-  probeDue(): boolean {
-    return this.check.probeDue();
+  /** The setpoints the regulator may command next, around the one held (see MeterCheck.window). */
+  window(): { charge: number; discharge: number } {
+    return this.check.window(this.commanded ?? 0);
   }
 
-  /** A probe for the meter check: more discharge within the mode and the maximum, or `decision` where there is no room. */
-  probe(decision: Decision): Decision {
+  /** The loop holds while the check's probe shows (see MeterCheck.holding). */
+  get holding(): boolean {
+    return this.check.holding;
+  }
+
+  /** The check of a reading the regulator decided on, `held` the setpoint it stood behind before: the fault it shows. */
+  verdict(grid: number, decision: Decision, held: number | undefined): MeterFault | undefined {
+    return this.check.observe(grid, decision.battery, this.commanded, held);
+  }
+
+  /**
+   * The check's probe where one is due, within the mode and the bounds: instead of a hold (nothing moving), or of a move
+   * the regulator decided where the probe replaces moves (that move is then withdrawn from the regulator).
+   */
+  probe(decision: Decision): Decision | undefined {
     const { regulator, bound } = this.parts;
-    const steady = regulator.setpoint ?? 0;
-    const probe = bound(Math.min(steady + PROBE_W, regulator.settings.maxDischarge));
-    if (probe - steady < PROBE_W / 2) return decision;
+    const watts = this.check.probeDue;
+    if (watts === undefined) return undefined;
+    const idle = decision.action === 'hold' && !regulator.moving;
+    const replaces = decision.action === 'set' && this.check.probeReplacesMoves;
+    if (!idle && !replaces) return undefined;
+    const steady = this.commanded ?? 0;
+    const { maxCharge, maxDischarge } = regulator.settings;
+    const probe = bound(Math.max(-maxCharge, Math.min(steady + watts, maxDischarge)));
+    if (Math.abs(probe - steady) < PROBE_W / 2) return undefined;
+    if (replaces) regulator.failed(true);
+    this.check.probeSent();
     return { ...decision, action: 'set', setpoint: probe, steady: probe, reason: 'meter check' };
   }
 

@@ -94,7 +94,8 @@ export class ZeroFeedInController {
     });
     const take = (grid: number) => this.take(grid);
     const heard = () => this.meter.heard;
-    this.modes = new ModeRoom({ regulator, plant, config, now, voice, exits: this.exits, send, take, heard });
+    const window = () => this.meter.window();
+    this.modes = new ModeRoom({ regulator, plant, config, now, voice, exits: this.exits, send, take, heard, window });
   }
 
   /** What the charge mode charges with (within the battery's own charge limit) and up to. */
@@ -193,11 +194,17 @@ export class ZeroFeedInController {
   private take(grid: number, given?: number, soc?: number): void {
     const snapshot = this.snapshot(grid, given, soc);
     if (!snapshot) return;
+    const held = this.meter.commanded;
     const decision = this.regulator.meter(grid, this.now(), snapshot.battery);
-    const fault = this.meter.verdict(grid, decision);
+    // While the meter check's probe shows, what the regulator decided is dropped (its models still learn the reading).
+    const holding = this.meter.holding;
+    if (holding && decision.action === 'set') this.regulator.failed(true);
+    const fault = this.meter.verdict(grid, decision, held);
     if (fault) return this.exits.stopForMeter(fault);
+    if (holding) return;
     // The meter check's probe, where one is due, goes instead of a hold (and no read follows it).
-    if (decision.action === 'hold' && !this.regulator.moving && this.meter.probeDue()) return this.actuator.act(this.meter.probe(decision));
+    const probe = this.meter.probe(decision);
+    if (probe) return this.actuator.act(probe);
     this.actuator.act(decision);
     this.reads.afterHold(decision);
   }
@@ -223,6 +230,7 @@ export class ZeroFeedInController {
     }
     // While a write of this controller is on its way, what the queue knows may be that write.
     if (!regulator.inFlight) this.actuator.followOthers();
+    this.modes.boundRegulator();
     meter.taken();
     return { battery };
   }
