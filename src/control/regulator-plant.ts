@@ -129,8 +129,11 @@ export class PlantKnowledge {
 
   /**
    * A read-back of 6000 at `now` (asked at `askedAt`) while `setpoint` is acknowledged (`steering`: one is acknowledged
-   * or in flight). Not steering, the battery's power is all that is known; short of every model, the battery delivers
-   * only that, in the setpoint's way (during a transient what is delivered may still lie on the other side of zero).
+   * or in flight). Not steering (start, after a hand-back), the battery's power is all that is known. It replaces the
+   * models once they have settled; short of what every model says the battery gives by now, it shows a battery that
+   * does not follow (derating, a SOC stop, a smaller unit): the regulator then steers from what is delivered, in the
+   * setpoint's way (during a transient what is delivered may still lie on the other side of zero), and the
+   * identification leaves it out.
    */
   observeBattery(power: number, now: number, askedAt: number, setpoint: number | undefined, steering: boolean): void {
     this.readbackSeen = { power, at: now };
@@ -167,8 +170,10 @@ export class PlantKnowledge {
   }
 
   /**
-   * Whether a battery power given with a reading can be this battery's: between standstill and what the models allow,
-   * with a margin (see the facade's plausibleBattery()).
+   * Whether a battery power given with a reading (msg.payload.batteryPower: W, positive discharging like 6000) can be
+   * this battery's while it is steered: between standstill and what the models allow, with a margin. A value of the
+   * other sign (a meter that counts charging as positive) or far beyond the setpoint is not, and would make every step
+   * twice too big.
    */
   plausibleBattery(power: number, now: number): boolean {
     const view = this.view();

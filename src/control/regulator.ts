@@ -249,21 +249,13 @@ export class Regulator {
     this.knowsPlant.observeSoc(value, now);
   }
 
-  /**
-   * Battery power (6000, positive discharging) read on its own. It replaces the models once they have settled; short
-   * of what every model says the battery gives by now, it shows a battery that does not follow (derating, a SOC stop,
-   * a smaller unit): the regulator then steers from what is delivered, and the identification leaves it out.
-   */
+  /** Battery power (6000, positive discharging) read on its own, asked at `askedAt` (see PlantKnowledge.observeBattery). */
   observeBattery(power: unknown, now: number, askedAt = now): void {
     if (typeof power !== 'number' || !Number.isFinite(power)) return;
     this.knowsPlant.observeBattery(power, now, askedAt, this.sent.acknowledged, this.sent.steering);
   }
 
-  /**
-   * Whether a battery power given with a reading (msg.payload.batteryPower: W, positive discharging like 6000) can be
-   * this battery's: between standstill and what the models allow, with a margin. A value of the other sign (a meter
-   * that counts charging as positive) or far beyond the setpoint is not, and would make every step twice too big.
-   */
+  /** Whether a battery power given with a reading can be this battery's (see PlantKnowledge.plausibleBattery). */
   plausibleBattery(power: number, now: number): boolean {
     return !this.steering || this.knowsPlant.plausibleBattery(power, now);
   }
