@@ -31,8 +31,7 @@ export class EstimateAlignment {
   private implied: (number | undefined)[] = [];
   private delayMs: number;
   private seen: { members: string; at: number } | undefined;
-  /** A unit left and the plant pulses the others until then (ms; see the facade's unitLeft()). */
-  pulsesUntil = -Infinity;
+  private until = -Infinity;
 
   constructor(
     private readonly power: (at: number) => number | undefined,
@@ -42,6 +41,11 @@ export class EstimateAlignment {
     for (let ms = fast.meterDelayS * 1000; ms <= slow.meterDelayS * 1000; ms += SHIFT_STEP_MS) this.delays.push(ms);
     this.costs = this.delays.map(() => 0);
     this.delayMs = this.delays[0]!;
+  }
+
+  /** A unit left and the plant pulses the others until then (ms; see the facade's unitLeft()). */
+  get pulsesUntil(): number {
+    return this.until;
   }
 
   /** The battery's power as the meter shows it at `now`: the estimate its delay before. */
@@ -74,7 +78,7 @@ export class EstimateAlignment {
    * left it is learned afresh (kept, the 2400 class left alone was taken 0.5 s late and the grid held 40 W for 3 s).
    */
   unitLeft(until: number): void {
-    this.pulsesUntil = until;
+    this.until = until;
     this.costs = this.costs.map(() => 0);
     this.implied = [];
   }

@@ -16,15 +16,13 @@ export const SUSPECT_JUMP_W = 2500;
 const apart = (a: [number, number], b: [number, number]) => Math.max(0, a[0] - b[1], b[0] - a[1]);
 
 export class MeterReadings {
-  /** When the last reading came (ms), or when readings are due from (start, resume). */
-  lastReading: number;
-  timedOut = false;
-  /** Readings so far (see confirmedTrim in regulator-decide.ts). */
-  readings = 0;
+  private readingAt: number;
+  private silent = false;
+  private count = 0;
   /** The grid-charging floor of the last reading's load (see wanted() in regulator-decide.ts). */
   floor = -Infinity;
   /** The last grid reading's value (a held meter repeats it until it refreshes). */
-  lastGrid: number | undefined;
+  private grid: number | undefined;
   /** A held meter: battery power (6000) read with the last reading, where one was read since the reading before. */
   private heldBattery: number | undefined;
   /** The implied load of the last reading taken, and of the reading before it. */
@@ -33,7 +31,26 @@ export class MeterReadings {
   private suspect: { grid: number; at: number; load: [number, number] } | undefined;
 
   constructor(now: number) {
-    this.lastReading = now;
+    this.readingAt = now;
+  }
+
+  /** When the last reading came (ms), or when readings are due from (start, resume). */
+  get lastReading(): number {
+    return this.readingAt;
+  }
+
+  /** Whether the meter fell silent for the time-out, and no reading came since. */
+  get timedOut(): boolean {
+    return this.silent;
+  }
+
+  /** New readings so far (see confirmedTrim in regulator-decide.ts). */
+  get readings(): number {
+    return this.count;
+  }
+
+  get lastGrid(): number | undefined {
+    return this.grid;
   }
 
   /**
@@ -43,12 +60,12 @@ export class MeterReadings {
    * house's load). Shown, the need is the reading with the units left; not yet, it is the need as decided.
    */
   unitLeft(estimate: () => number | undefined): number | undefined {
-    if (this.lastGrid === undefined || !this.lastLoad) return undefined;
+    if (this.grid === undefined || !this.lastLoad) return undefined;
     const left = estimate();
     if (left === undefined) return undefined;
     const middle = (load: [number, number]) => (load[0] + load[1]) / 2;
     const before = this.loadBefore && middle(this.loadBefore);
-    const [withUnit, without] = [middle(this.lastLoad), this.lastGrid + left];
+    const [withUnit, without] = [middle(this.lastLoad), this.grid + left];
     const load = before === undefined || Math.abs(without - before) <= Math.abs(withUnit - before) ? without : withUnit;
     this.lastLoad = [load, load];
     return load;
@@ -67,7 +84,7 @@ export class MeterReadings {
     readback: { power: number; at: number } | undefined,
   ): [number, number] | undefined {
     if (!heldMeter) return undefined;
-    const read = battery ?? (readback && readback.at > this.lastReading ? readback.power : undefined);
+    const read = battery ?? (readback && readback.at > this.readingAt ? readback.power : undefined);
     const before = this.heldBattery;
     this.heldBattery = read;
     if (read === undefined || before === undefined) return undefined;
@@ -76,8 +93,8 @@ export class MeterReadings {
 
   /** A reading came at `now`: the meter speaks. */
   taken(now: number): void {
-    this.lastReading = now;
-    this.timedOut = false;
+    this.readingAt = now;
+    this.silent = false;
   }
 
   /**
@@ -85,9 +102,9 @@ export class MeterReadings {
    * a load that is none). A repeat is no reading of its own: a trim's second reading is the next new sample.
    */
   repeats(grid: number, heldMeter: boolean): boolean {
-    const repeat = heldMeter && grid === this.lastGrid;
-    this.lastGrid = grid;
-    if (!repeat) this.readings++;
+    const repeat = heldMeter && grid === this.grid;
+    this.grid = grid;
+    if (!repeat) this.count++;
     return repeat;
   }
 
@@ -114,15 +131,15 @@ export class MeterReadings {
 
   /** Whether the meter has now been silent for longer than `timeoutMs` for the first time; it then counts as timed out. */
   timeOut(now: number, timeoutMs: number): boolean {
-    if (this.timedOut || now - this.lastReading <= timeoutMs) return false;
-    this.timedOut = true;
+    if (this.silent || now - this.readingAt <= timeoutMs) return false;
+    this.silent = true;
     return true;
   }
 
   /** Readings are due from `now` again after a rest. */
   resume(now: number): void {
-    this.lastReading = now;
-    this.timedOut = false;
+    this.readingAt = now;
+    this.silent = false;
     // Readings were not taken meanwhile: a held meter's next sample may be from any time of the rest.
     this.heldBattery = undefined;
   }

@@ -5,7 +5,7 @@
  * Holds: the identifier (src/control/plant-family.ts), the acknowledged setpoints that changed (`history`, at most
  * HISTORY, older ones folded into `base`), the last read-back, what a battery short of every model delivers, the SOC,
  * readings waiting for the identification while a setpoint is in flight, and the estimate (regulator-estimate.ts).
- * Written by the regulator's facade only: moved() on an acknowledgement, observeBattery()/observeSoc() on reads,
+ * Written by the regulator's facade only: `estimate` by useEstimate(), moved() on an acknowledgement, observeBattery()/observeSoc() on reads,
  * identify() with a reading, restartFrom()/forget() when the battery moved by itself or was handed back. Read by the
  * facade and, through view() and batteryInterval(), by the decisions (regulator-decide.ts, regulator-pulse.ts).
  * Invariants: `history` holds no repeat of its last value; `delivered` is set only while a setpoint is acknowledged;
@@ -35,7 +35,7 @@ export interface PlantView {
 }
 
 /** The range of the battery's power as the meter shows it at `at`, over `models` (the consistent ones by default). */
-export function modelInterval(view: PlantView, at: number, models = view.models): [number, number] {
+function modelInterval(view: PlantView, at: number, models = view.models): [number, number] {
   let low = Infinity;
   let high = -Infinity;
   for (const model of models) {
