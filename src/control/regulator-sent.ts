@@ -2,8 +2,9 @@
  * What the regulator sent: the setpoint the device acknowledged, the one it stands behind, the one in flight, the
  * overdrive (pulse) in force, and the gaps the device's queue gave a follow-up.
  *
- * Written by the regulator's facade only: record() with a reading's decision, send() for an exit's, started()/acknowledge()/failed()
- * from the actuator, exitTo() at an exit, restart()/handedBack() when the battery moved by itself or was handed back.
+ * Written by the regulator's facade only: record() with a reading's decision, recordFollowUp() with a pulse's,
+ * pulseFloor()/endPulse() as a reading, a rest or a time-out says, started()/acknowledge()/failed() from the actuator,
+ * renew() and exitTo() (both send()), restart()/handedBack() when the battery moved by itself or was handed back.
  * Read by the facade and, as plain data, by the decisions. Invariants: at most one setpoint in flight (`pending`);
  * `stands` is never a pulse's value; a pulse in force has a final value the regulator stands behind (`steady`).
  */
