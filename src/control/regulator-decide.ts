@@ -66,6 +66,31 @@ export interface Intent {
 
 type Outcome = Omit<Intent, 'memory'>;
 
+/** What is in force once a reading's intent is recorded: its decision reports it. */
+export interface InForce {
+  setpoint: number | undefined;
+  steady: number | undefined;
+  soc: number | undefined;
+  deadBand: number;
+  /** What a battery that falls short delivers (W); undefined while it follows. */
+  shortfall: number | undefined;
+}
+
+/** The decision on a reading of `grid`, with the battery's power taken for it (W, the middle of its interval). */
+export function readingDecision(action: DecisionAction, reason: DecisionReason, grid: number, battery: number, now: InForce): Decision {
+  return {
+    action,
+    setpoint: now.setpoint,
+    steady: now.steady,
+    grid,
+    battery: Math.round(battery),
+    soc: now.soc,
+    reason,
+    deadBand: Math.round(now.deadBand),
+    ...(now.shortfall !== undefined ? { limitedBy: 'battery' as const, delivered: now.shortfall } : {}),
+  };
+}
+
 /** The meter fell silent for the time-out while the regulator steers (not with keep: that is an exit). */
 export function silentMeter(onTimeout: Exclude<OnTimeout, 'keep'>, soc: number | undefined): Decision {
   const action: DecisionAction = onTimeout === 'standby' ? 'standby' : 'self-consumption';

@@ -63,7 +63,7 @@
 import { decimalNumber } from '../numbers';
 import { settleMs, type PlantBound } from './plant-family';
 import { deadBandInForce, limit, wanted, type Snapshot } from './regulator-bounds';
-import { decideReading, silentMeter, type Memory } from './regulator-decide';
+import { decideReading, readingDecision, silentMeter, type Memory } from './regulator-decide';
 import { EstimateAlignment } from './regulator-estimate';
 import { MeterReadings } from './regulator-meter';
 import { PlantKnowledge } from './regulator-plant';
@@ -331,8 +331,14 @@ export class Regulator {
     const bracket = this.knowsMeter.heldBracket(heldMeter, battery, this.knowsPlant.readback);
     this.knowsMeter.taken(now);
     const [low, high] = bracket ?? this.knowsPlant.batteryNow(now, this.sent.inFlight, battery);
-    const decision = (action: DecisionAction, reason: DecisionReason, setpoint?: number) =>
-      this.decision(action, reason, setpoint, grid, (low + high) / 2);
+    const decision = (action: DecisionAction, reason: DecisionReason, setpoint = this.setpoint) =>
+      readingDecision(action, reason, grid, (low + high) / 2, {
+        setpoint,
+        steady: this.steady,
+        soc: this.soc,
+        deadBand: this.deadBand,
+        shortfall: this.shortfall,
+      });
     if (!this.on) return decision('hold', 'disabled');
     if (this.knowsMeter.repeats(grid, heldMeter)) return decision('hold', this.sent.inFlight ? 'in flight' : 'settling');
     const screened = this.knowsMeter.screen(grid, now, [grid + low, grid + high]);
@@ -360,22 +366,6 @@ export class Regulator {
     }
     this.sent.record(intent, now);
     return decision(intent.action, intent.reason, intent.setpoint);
-  }
-
-  /** A decision on a reading of `grid`, with the battery's power taken for it; `setpoint` defaults to the one in force. */
-  private decision(action: DecisionAction, reason: DecisionReason, setpoint: number | undefined, grid: number, battery: number): Decision {
-    const shortfall = this.shortfall;
-    return {
-      action,
-      setpoint: setpoint ?? this.setpoint,
-      steady: this.steady,
-      grid,
-      battery: Math.round(battery),
-      soc: this.soc,
-      reason,
-      deadBand: Math.round(this.deadBand),
-      ...(shortfall !== undefined ? { limitedBy: 'battery' as const, delivered: shortfall } : {}),
-    };
   }
 
   /** What every decision sees now (src/control/regulator-bounds.ts). */
