@@ -10,6 +10,7 @@
  * as far as the one before, and never below the grid-charging floor.
  */
 import { response } from './plant-family';
+import { pulseSetpoint } from './pulse';
 import { limit, type Snapshot } from './regulator-bounds';
 import type { Decision, DecisionReason } from './regulator-types';
 
@@ -23,14 +24,6 @@ export type Pulse = { final: number; direction: number; bound: number; floor: nu
 /** The smallest move (W) worth a pulse. */
 export function pulseMinW(deadBand: number): number {
   return Math.max(MIN_PULSE_W, PULSE_DEAD_BANDS * deadBand);
-}
-
-/**
- * The setpoint that brings a first-order lag of `lagMs` from `power` to `final` within `slotMs`: the rule of the
- * pulse, in one place.
- */
-export function pulseSetpoint(power: number, final: number, slotMs: number, lagMs: number): number {
-  return power + (final - power) / (1 - Math.exp(-slotMs / lagMs));
 }
 
 /**

@@ -8,11 +8,10 @@
  * Read by the facade and, as plain data, by the decisions. Invariants: at most one setpoint in flight (`pending`);
  * `stands` is never a pulse's value; a pulse in force has a final value the regulator stands behind (`steady`).
  */
+import { UNSEEN_SLOT_MARGIN_MS } from './pulse';
 import type { Intent } from './regulator-decide';
 import type { FollowUp, Pulse } from './regulator-pulse';
 
-/** Added to the device's interval for the gap between a setpoint's request and the next one's, until seen (ms). */
-const SLOT_MARGIN_MS = 200;
 /** Gaps remembered: the pulse is sized for the longest of them, so that a late return cannot overshoot. */
 const SLOTS_KEPT = 4;
 /** A setpoint decided within this long (ms) after the last acknowledgement was sent at once. */
@@ -98,7 +97,7 @@ export class SentCommands {
 
   /** The longest gap seen from one setpoint's request to the next one's when sent at once. */
   slotMs(requestIntervalMs = 1000): number {
-    return this.slots.length ? Math.max(...this.slots) : requestIntervalMs + SLOT_MARGIN_MS;
+    return this.slots.length ? Math.max(...this.slots) : requestIntervalMs + UNSEEN_SLOT_MARGIN_MS;
   }
 
   /** The request of the setpoint in flight left at `now`; `lastStartAt`: when the last acknowledged one's left. */
