@@ -1,6 +1,7 @@
 /**
  * The plan of the tree, checked on the sources: layer folders under src/, few files at its top, no import circles,
- * the simulator out of the nodes' and the client's reach, and no function over 150 lines.
+ * the simulator out of the nodes' and the client's reach, no function over 150 lines and no class of the control layer
+ * over about 300.
  */
 import fs from 'node:fs';
 import path from 'node:path';
@@ -9,6 +10,8 @@ import ts from 'typescript';
 
 const ROOT = path.join(__dirname, '..', '..');
 const MAX_FUNCTION_LINES = 150;
+/** The regulator's rooms (issue 36): no class of src/control/ over about 300 lines. */
+const MAX_CONTROL_CLASS_LINES = 310;
 
 function sourceFiles(dir: string): string[] {
   return fs.readdirSync(path.join(ROOT, dir), { withFileTypes: true }).flatMap((entry) => {
@@ -75,12 +78,13 @@ function circles(): string[][] {
 }
 
 /** Functions, methods, accessors, constructors and arrow functions with a body, and their length in lines. */
-function functionLengths(file: string): { name: string; lines: number }[] {
+/** The length of each node of `file` that `counts` (functions with a body, classes), by name and line. */
+function lengths(file: string, counts: (node: ts.Node) => node is ts.Node & { name?: ts.Node }): { name: string; lines: number }[] {
   const source = ts.createSourceFile(file, text(file), ts.ScriptTarget.ES2022, true);
   const line = (position: number) => source.getLineAndCharacterOfPosition(position).line;
   const found: { name: string; lines: number }[] = [];
   const visit = (node: ts.Node) => {
-    if (ts.isFunctionLike(node) && 'body' in node && node.body) {
+    if (counts(node)) {
       const name = node.name && ts.isIdentifier(node.name) ? node.name.text : '(anonymous)';
       found.push({ name: `${file}:${line(node.getStart()) + 1} ${name}`, lines: line(node.getEnd()) - line(node.getStart()) + 1 });
     }
@@ -89,6 +93,10 @@ function functionLengths(file: string): { name: string; lines: number }[] {
   visit(source);
   return found;
 }
+
+const functionLengths = (file: string) =>
+  lengths(file, (node): node is ts.FunctionLikeDeclaration => ts.isFunctionLike(node) && 'body' in node && node.body !== undefined);
+const classLengths = (file: string) => lengths(file, ts.isClassDeclaration);
 
 /** The layers in the order of docs/design.md: each imports only from itself and the ones before it. */
 const LAYERS = ['errors', 'numbers', 'points', 'device', 'control', 'discovery', 'editor', 'flow', 'simulator', 'cli', 'index'];
@@ -143,6 +151,14 @@ describe('architecture', () => {
     const long = FILES.flatMap(functionLengths)
       .filter((f) => f.lines > MAX_FUNCTION_LINES)
       .map((f) => `${f.name} (${f.lines} lines)`);
+    long.should.eql([]);
+  });
+
+  it(`has no class over ${MAX_CONTROL_CLASS_LINES} lines in src/control/: the regulator in rooms`, () => {
+    const control = FILES.filter((file) => file.startsWith('src/control/'));
+    const classes = control.flatMap(classLengths);
+    classes.length.should.be.aboveOrEqual(10);
+    const long = classes.filter((c) => c.lines > MAX_CONTROL_CLASS_LINES).map((c) => `${c.name} (${c.lines} lines)`);
     long.should.eql([]);
   });
 });

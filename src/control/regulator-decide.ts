@@ -1,0 +1,207 @@
+/**
+ * What the regulator wants on a reading, as a pure decision: a snapshot (plain data, regulator-bounds.ts) in, an intent
+ * with one named reason out, and what to record. No I/O and no hidden state: the regulator's facade records the
+ * intent in the sent room (src/control/regulator-sent.ts) and keeps `Memory` for the next decision.
+ *
+ * The rules, each in one place: a move only where the whole interval of wanted setpoints lies beyond the dead band
+ * (move()); inside it, a pulse where the readings showed the battery slower than at the start (boost()); a trim waits
+ * for a second reading (confirmedTrim()); more of a large move's way waits for a read of 6000 (checksBattery()); one
+ * move gets one pulse, and a ramp none (move()); a reading that shows a new load ends a pulse held at a limit
+ * (decideReading()).
+ */
+import { beyondBand, band, limit, type Snapshot, type Wanted } from './regulator-bounds';
+import { SHORT_W, continuesRamp, shortMarginW, showsMs, valueBefore } from './regulator-plant';
+import { overdrive, pulseMinW, type Pulse } from './regulator-pulse';
+import type { Decision, DecisionAction, DecisionReason, OnTimeout } from './regulator-types';
+
+/** A move of the setpoint under this many dead bands is a trim: it needs two readings (see confirmedTrim). */
+const TRIM_BANDS = 2;
+/** A plain step this large (W) is checked for a shortfall as a pulse is: an appliance's; a ramp's first move is smaller. */
+const CHECKED_STEP_W = 500;
+
+/** What the decisions remember from one reading to the next; returned with each intent, kept by the facade. */
+export interface Memory {
+  /**
+   * The way (+1 up, -1 down) of the last move that had its pulse (from the start, or added once the readings showed the
+   * battery slower); 0 when it had none. One is enough.
+   */
+  boosted: number;
+  /** A trim the last reading asked for (see confirmedTrim). */
+  trimAsked?: { wanted: number; reading: number };
+  /** The move whose followers wait for a battery check, until when (see checksBattery). */
+  checkWindow?: { move: number; until: number };
+}
+
+/** A reading's snapshot: the common one and what the reading brought. */
+export interface ReadingSnapshot extends Snapshot {
+  want: Wanted;
+  /** The pulse in force. */
+  pulse: Readonly<Pulse> | undefined;
+  /** The battery falls short of every model (steered from what it delivers). */
+  delivered: boolean;
+  readback: { power: number; at: number } | undefined;
+  /** A plant's own estimate counts (a group). */
+  estimate: boolean;
+  /** The new readings so far, this one included. */
+  readings: number;
+  memory: Memory;
+}
+
+/**
+ * The decision on a reading. 'follow-up': the pulse in force goes on, with this reading's floor, its next setpoint due
+ * by time. `setpoint` with 'set' goes out (`steady`: no pulse's value); `startsPulse` starts with it; `endsPulse`: the
+ * pulse in force ends; `ownMove`: the setpoint moved of its own (a follow-up's gap no longer shows the queue's pace).
+ */
+export interface Intent {
+  action: 'set' | 'hold' | 'follow-up';
+  reason: DecisionReason;
+  setpoint?: number;
+  steady?: boolean;
+  floor?: number;
+  startsPulse?: Pulse;
+  endsPulse?: boolean;
+  ownMove?: boolean;
+  memory: Memory;
+}
+
+type Outcome = Omit<Intent, 'memory'>;
+
+/** What is in force once a reading's intent is recorded: its decision reports it. */
+export interface InForce {
+  setpoint: number | undefined;
+  steady: number | undefined;
+  soc: number | undefined;
+  deadBand: number;
+  /** What a battery that falls short delivers (W); undefined while it follows. */
+  shortfall: number | undefined;
+}
+
+/** The decision on a reading of `grid`, with the battery's power taken for it (W, the middle of its interval). */
+export function readingDecision(action: DecisionAction, reason: DecisionReason, grid: number, battery: number, now: InForce): Decision {
+  return {
+    action,
+    setpoint: now.setpoint,
+    steady: now.steady,
+    grid,
+    battery: Math.round(battery),
+    soc: now.soc,
+    reason,
+    deadBand: Math.round(now.deadBand),
+    ...(now.shortfall !== undefined ? { limitedBy: 'battery' as const, delivered: now.shortfall } : {}),
+  };
+}
+
+/** The meter fell silent for the time-out while the regulator steers (not with keep: that is an exit). */
+export function silentMeter(onTimeout: Exclude<OnTimeout, 'keep'>, soc: number | undefined): Decision {
+  const action: DecisionAction = onTimeout === 'standby' ? 'standby' : 'self-consumption';
+  return {
+    action,
+    setpoint: onTimeout === 'standby' ? 0 : undefined,
+    steady: onTimeout === 'standby' ? 0 : undefined,
+    grid: undefined,
+    battery: undefined,
+    soc,
+    reason: 'meter timeout',
+  };
+}
+const hold = (reason: DecisionReason, ownMove = false): Outcome => ({ action: 'hold', reason, ownMove });
+
+export function decideReading(s: ReadingSnapshot): Intent {
+  const memory = { ...s.memory };
+  const { want, pulse } = s;
+  if (!pulse) return { ...move(s, memory, s.acknowledged), memory };
+  // A held pulse ends when the reading shows a new load; otherwise its follow-up is due by time, above the floor this
+  // reading's load sets.
+  if (!beyondBand(s, want, pulse.final)) return { action: 'follow-up', reason: 'settling', floor: want.floor, memory };
+  // The move starts from what the pulse was heading to: from the pulse's own value, the edge nearest to it would
+  // overshoot while a slow battery is still answering.
+  const moved = move(s, memory, pulse.final);
+  if (moved.action === 'set' || s.acknowledged === pulse.final) return { ...moved, endsPulse: true, memory };
+  return { ...moved, action: 'set', reason: 'load', setpoint: pulse.final, steady: true, endsPulse: true, memory };
+}
+
+/** The decision on a reading with no pulse under way: a move (plain or with a pulse) when the load asks for it. */
+function move(s: ReadingSnapshot, memory: Memory, current: number | undefined): Outcome {
+  const { want, now } = s;
+  let reason: DecisionReason = current === undefined ? 'start' : want.floored ? 'grid charge' : 'load';
+  if (current !== undefined && !beyondBand(s, want, current)) return boost(s, memory, current);
+  const wanted = current === undefined ? (want.low + want.high) / 2 : want.low > current ? want.low : want.high;
+
+  const limited = limit(confirmedTrim(s, memory, wanted, current, reason) ?? wanted, s.settings, s.soc);
+  if (limited.reason) reason = limited.reason;
+  const next = limited.value;
+  const [below, above] = current === undefined ? [0, 0] : band(s, current, want.high - want.low);
+  if (current !== undefined && next >= below && next <= above) return hold(reason);
+  if (memory.trimAsked?.reading === s.readings) return hold('dead band');
+  // One move, one pulse: while the battery still answers a move that had its pulse, a trim or more of the same way gets
+  // none. A trim would get a pulse sized for all the way a slow battery still has to go (an overshoot); more of the
+  // same way is also what a battery falling short of its setpoint looks like until a read-back shows it (a wind-up).
+  const way = Math.sign(next - (current ?? next));
+  const lastAck = s.plant.history.at(-1)?.ackAt ?? -Infinity;
+  const answering =
+    memory.boosted !== 0 &&
+    (way === memory.boosted || Math.abs(next - current!) < pulseMinW(s.deadBand)) &&
+    now < lastAck + showsMs(s.plant);
+  // A stop at a SOC limit needs no haste; a ramp is followed step by step.
+  const plain = current === undefined || reason === 'soc' || s.delivered || answering || continuesRamp(s.plant, next - current, now);
+  if (current !== undefined && checksBattery(s, memory, next - current, answering && way === memory.boosted))
+    return hold('battery check', true);
+  const pulse = plain ? undefined : overdrive(s, next, want.floor);
+  if (!answering) memory.boosted = pulse === undefined ? 0 : way;
+  if (pulse !== undefined)
+    return { action: 'set', reason: 'overdrive', setpoint: pulse.value, steady: false, startsPulse: pulse.pulse, ownMove: true };
+  return { action: 'set', reason, setpoint: next, steady: true, ownMove: true };
+}
+
+/**
+ * Whether more of the same way while the battery still answers a large move (a pulse's, or a step of CHECKED_STEP_W
+ * or more that continues no ramp) waits for a read of 6000, asked by the decision's reason ('battery check'): it is
+ * what a battery that falls short looks like until a read shows it, and moved on it winds up. It waits until a read
+ * shows the battery short (then it is steered from what it delivers) or arrived, or the slowest plant the readings
+ * allowed at the first check would have shown the move. Not where this reading's battery power is known (read with
+ * it, or a group's estimate from its units' reads), nor for a move too small to tell a shortfall by.
+ */
+function checksBattery(s: ReadingSnapshot, memory: Memory, move: number, afterPulse: boolean): boolean {
+  const last = s.plant.history.at(-1);
+  if (!last || s.delivered || s.settings.heldMeter || s.estimate || s.want.read || Math.abs(move) < SHORT_W) return false;
+  const lastMove = last.value - valueBefore(s.plant, 1);
+  // A step, not a ramp's: on a ramp more of the same way is the ramp.
+  const step = Math.abs(lastMove) >= CHECKED_STEP_W && !continuesRamp(s.plant, lastMove, last.startAt, 1);
+  if (!afterPulse && !(Math.sign(lastMove) === Math.sign(move) && step)) return false;
+  // The window is the one of the first check: a battery that stops short looks like a fast one to the identification.
+  if (memory.checkWindow?.move !== last.startAt) memory.checkWindow = { move: last.startAt, until: last.ackAt + showsMs(s.plant) };
+  if (s.now >= memory.checkWindow.until) return false;
+  const read = s.readback;
+  const arrived = read !== undefined && read.at > last.startAt && Math.abs(read.power - last.value) <= shortMarginW(last.value);
+  return !arrived;
+}
+
+/**
+ * A trim (a move of the load's setpoint under TRIM_BANDS dead bands) waits for the next reading to ask for it the same
+ * way, and then goes to the mean of the two: on a noisy meter one reading at the band's edge would set the grid at the
+ * other edge, and the next such reading would move it back (a reversal). Returns the mean once confirmed; undefined
+ * otherwise (the trim then waits: `trimAsked` is this reading's).
+ */
+function confirmedTrim(s: ReadingSnapshot, memory: Memory, wanted: number, current: number | undefined, reason: DecisionReason) {
+  const asked = memory.trimAsked;
+  memory.trimAsked = undefined;
+  if (current === undefined || reason !== 'load' || s.delivered || Math.abs(wanted - current) >= TRIM_BANDS * s.deadBand) return undefined;
+  // A trim that continues a ramp is its tail, no noise: the setpoint is still behind the load.
+  if (continuesRamp(s.plant, wanted - current, s.now)) return undefined;
+  if (asked && asked.reading === s.readings - 1 && Math.sign(asked.wanted - current) === Math.sign(wanted - current))
+    return (asked.wanted + wanted) / 2;
+  memory.trimAsked = { wanted, reading: s.readings };
+  return undefined;
+}
+
+/** Inside the dead band: the readings may have shown the battery slower than the fastest plant of the start, then a pulse speeds it on. */
+function boost(s: ReadingSnapshot, memory: Memory, current: number): Outcome {
+  const last = s.plant.history.at(-1);
+  const ramp = last !== undefined && continuesRamp(s.plant, current - valueBefore(s.plant, 1), last.startAt, 1);
+  const pulse = memory.boosted !== 0 || ramp || s.delivered ? undefined : overdrive(s, current, s.want.floor);
+  if (pulse !== undefined) {
+    memory.boosted = Math.sign(pulse.value - current);
+    return { action: 'set', reason: 'overdrive', setpoint: pulse.value, steady: false, startsPulse: pulse.pulse, ownMove: true };
+  }
+  return hold(s.want.high - s.want.low > 2 * s.deadBand ? 'settling' : 'dead band');
+}
