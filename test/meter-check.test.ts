@@ -6,9 +6,7 @@
  */
 import should from 'should';
 import { groupLongRun, benchHouse, type LongRunOptions } from './group-long-run';
-import fs from 'node:fs';
-import path from 'node:path';
-import { UNCLEARED_MOVE_W, meterWatts } from '../src/control/meter-check';
+import { meterWatts } from '../src/control/meter-check';
 import type { HouseScenario } from '../src/simulator';
 
 const ONE: LongRunOptions['units'] = [{ key: 'a', model: '2000', initialSoc: 50, deadTimeS: 1, lagS: 2 }];
@@ -62,22 +60,6 @@ describe('meter check (src/control/meter-check.ts): a meter that cannot be right
       should(record.chargedFromGridWh + record.exportedByBatteryWh).be.belowOrEqual(2);
     });
   }
-
-  it(`until the meter answered a move the right way, the battery moves at most ${UNCLEARED_MOVE_W} W at a time (as the README and help say), then all the way`, async () => {
-    const record = await run({ seed: 3, baseLoadW: 2000, noiseW: 10 });
-    const setpoints = record.requests[0].filter((r) => r.kind === 'setpoint').map((r) => r.watts!);
-    should(setpoints[0]).be.belowOrEqual(UNCLEARED_MOVE_W);
-    should(Math.max(...setpoints)).be.above(1500);
-    should(record.meterFaults).be.empty();
-    should(record.samples.at(-1)!.units[0].b).be.approximately(2000, 60);
-    const root = path.resolve(__dirname, '..', '..');
-    for (const file of [
-      'README.md',
-      'nodes/locales/en-US/localbattery-zero-feed-in.html',
-      'nodes/locales/de/localbattery-zero-feed-in.html',
-    ])
-      should(fs.readFileSync(path.join(root, file), 'utf8')).containEql(`${UNCLEARED_MOVE_W} W`);
-  });
 
   it('with Meter sign export positive, an export-positive meter regulates as a W meter does', async () => {
     const right = await run(LOAD);

@@ -1,17 +1,15 @@
 /**
  * A meter that cannot be right, caught while the zero feed-in loop steers (issue 34). No I/O: the controller
- * (src/control/zero-feed-in.ts) feeds it each reading with the battery power the regulator took for it and the setpoint
- * it stands behind, bounds the regulator by its window, sends its probes, holds while one shows, and stops when it
- * names a fault.
+ * (src/control/zero-feed-in-meter.ts) feeds it each reading with the battery power the regulator took for it and the
+ * setpoint it stands behind, sends its probes, holds the loop while one shows, and stops when it names a fault.
  *
  * Two rules find a wrong sign. (1) Each setpoint move of MOVE_W or more is judged by the readings after it: they move
  * with it (more discharge, more import) or against it by MOVE_SHARE of the move. One move answered the wrong way may
  * be a kettle switched on after it; the same way again at once (a probe of PROBE_W, the loop holding meanwhile) tells:
  * a right meter answers the probe the right way (the kettle is still on), a wrong one the wrong way again, and two in
- * a row stop the loop. Until rule (2) confirms the meter, each move goes at most UNCLEARED_MOVE_W (the window): a
- * quick battery under a wrong sign reached its limit in two moves, before any verdict. (2) The slope s of
- * the grid readings on the battery's power over the readings since steering began, s = cov(grid, battery) /
- * var(battery), once the battery spanned EXCITATION_W: a right meter gives s ≈ -1, a wrong sign s ≈ +1, a kW meter
+ * a row stop the loop (a quick battery under a wrong sign reached its limit in two moves, where rule 2 waited for
+ * four). The device's own meter is wired by the device: rule 1 leaves it alone. (2) The slope s of the grid readings
+ * on the battery's power over the readings since steering began, s = cov(grid, battery) / var(battery), once the battery spanned EXCITATION_W: a right meter gives s ≈ -1, a wrong sign s ≈ +1, a kW meter
  * given as W s ≈ -0.001. Levels, not changes: the battery's power as the regulator takes it may be a second off the
  * meter's timing. A wrong sign from s ≥ +0.5 where the loop also runs away (four setpoint moves one way, each making
  * the reading worse), too small only where every reading also lay within KW_READING_W. A right meter confirmed
@@ -59,12 +57,6 @@ const MOVE_SHARE = 0.3;
 const WRONG_MOVES = 2;
 /** The loop holds for a probe's verdict at most this many readings (a battery at its limit does not answer). */
 const PROBE_READINGS = 8;
-/**
- * Until the meter is confirmed, each move of the setpoint goes at most this far (W): a quick battery under a wrong
- * sign otherwise reached its limit in two moves, before any verdict (10 Wh exported in 20 s). A right meter is
- * confirmed by the first move the battery answers, usually within seconds.
- */
-export const UNCLEARED_MOVE_W = 500;
 
 /** The device's meter repeats its sample between refreshes: the same value this long after it came is no sign yet. */
 const HELD_SAMPLE_MS = 6000;
@@ -106,15 +98,6 @@ export class MeterCheck {
     return this.confirmed;
   }
 
-  /**
-   * The setpoints the loop may command next (W, signed like 6000), from the one it holds: within UNCLEARED_MOVE_W of it
-   * (and of 0) until the meter is cleared, unbounded after.
-   */
-  window(setpoint: number): { charge: number; discharge: number } {
-    if (this.confirmed) return { charge: Infinity, discharge: Infinity };
-    return { charge: UNCLEARED_MOVE_W - Math.min(0, setpoint), discharge: UNCLEARED_MOVE_W + Math.max(0, setpoint) };
-  }
-
   /** The loop holds while the probe after a move answered the wrong way shows: its answer alone decides. */
   get holding(): boolean {
     return this.probeReadings !== undefined;
@@ -148,7 +131,7 @@ export class MeterCheck {
     const from = this.lastSetpoint?.setpoint ?? held ?? battery;
     this.follow(grid, setpoint);
     if (this.probeReadings !== undefined && ++this.probeReadings > PROBE_READINGS) this.probeReadings = undefined;
-    if (this.judgeMove(grid, setpoint === undefined ? 0 : setpoint - from)) return 'inverted';
+    if (!this.heldMeter && this.judgeMove(grid, setpoint === undefined ? 0 : setpoint - from)) return 'inverted';
     if (this.heldMeter && grid === this.lastGrid) return undefined;
     this.lastGrid = grid;
     this.largest = Math.max(this.largest, Math.abs(grid));

@@ -129,11 +129,6 @@ export class MeterInput {
     return this.parts.regulator.steady ?? this.parts.regulator.setpoint;
   }
 
-  /** The setpoints the regulator may command next, around the one held (see MeterCheck.window). */
-  window(): { charge: number; discharge: number } {
-    return this.check.window(this.commanded ?? 0);
-  }
-
   /** The loop holds while the check's probe shows (see MeterCheck.holding). */
   get holding(): boolean {
     return this.check.holding;

@@ -41,8 +41,6 @@ export interface ModeParts {
   take: (grid: number) => void;
   /** The last reading from a message (see MeterInput.heard). */
   heard: () => { grid: number; at: number } | undefined;
-  /** The meter check's window around the setpoint held (see MeterInput.window). */
-  window: () => { charge: number; discharge: number };
 }
 
 export class ModeRoom {
@@ -63,7 +61,7 @@ export class ModeRoom {
 
   constructor(private readonly parts: ModeParts) {
     this.modeNow = parts.config.mode;
-    this.boundRegulator();
+    parts.regulator.setMaxDischarge(dischargeBound(parts.config.mode, this.powerNow.discharge));
   }
 
   get mode(): BatteryMode {
@@ -112,7 +110,7 @@ export class ModeRoom {
     const { regulator, exits } = this.parts;
     const was = this.modeNow;
     this.modeNow = mode;
-    this.boundRegulator();
+    regulator.setMaxDischarge(dischargeBound(mode, this.powerNow.discharge));
     const on = regulator.enabled && !exits.closed;
     // Into charge: grid charging on at once (after the setpoint). Out of it: back after the new mode's first decision,
     // so that its setpoint takes the device's next slot.
@@ -247,24 +245,13 @@ export class ModeRoom {
    * said once where they lower the settings.
    */
   followLimits(): void {
-    const { config, plant, voice } = this.parts;
-    const { charge, discharge } = this.boundRegulator();
+    const { regulator, config, plant, voice } = this.parts;
+    const { charge, discharge } = this.powerNow;
+    regulator.setMaxCharge(charge);
+    regulator.setMaxDischarge(dischargeBound(this.modeNow, discharge));
     const { maxCharge, maxDischarge } = config.regulator;
     if (charge === maxCharge && discharge === maxDischarge) return;
     const { chargeLimit, dischargeLimit } = plant.limits;
     voice.warnOnce('deviceLimits', { charge: chargeLimit, discharge: dischargeLimit });
-  }
-
-  /**
-   * Bounds the regulator by the settings, the plant's limits, the mode and the meter check's window around the setpoint
-   * held (until the meter is confirmed); returns the first two.
-   */
-  boundRegulator(): { charge: number; discharge: number } {
-    const { regulator, window } = this.parts;
-    const power = this.powerNow;
-    const room = window();
-    regulator.setMaxCharge(Math.min(power.charge, room.charge));
-    regulator.setMaxDischarge(dischargeBound(this.modeNow, Math.min(power.discharge, room.discharge)));
-    return power;
   }
 }

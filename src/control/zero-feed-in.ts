@@ -94,8 +94,7 @@ export class ZeroFeedInController {
     });
     const take = (grid: number) => this.take(grid);
     const heard = () => this.meter.heard;
-    const window = () => this.meter.window();
-    this.modes = new ModeRoom({ regulator, plant, config, now, voice, exits: this.exits, send, take, heard, window });
+    this.modes = new ModeRoom({ regulator, plant, config, now, voice, exits: this.exits, send, take, heard });
   }
 
   /** What the charge mode charges with (within the battery's own charge limit) and up to. */
@@ -230,7 +229,6 @@ export class ZeroFeedInController {
     }
     // While a write of this controller is on its way, what the queue knows may be that write.
     if (!regulator.inFlight) this.actuator.followOthers();
-    this.modes.boundRegulator();
     meter.taken();
     return { battery };
   }
