@@ -219,7 +219,7 @@ async function child(settings) {
   const device = deviceConfig(sim, 'dev', { timeout: 10000 });
   const nodes = path.join(settings.build, 'nodes');
   await new Promise((resolve) => helper.startServer(resolve));
-  const record = { samples: [], reasons: [], toggles: [], meterAlarms: 0 };
+  const record = { samples: [], reasons: [], toggles: [] };
   try {
     await withTimeout(
       helper.load(

@@ -9,8 +9,8 @@
  * a right meter answers the probe the right way (the kettle is still on), a wrong one the wrong way again, and two in
  * a row stop the loop (a quick battery under a wrong sign reached its limit in two moves, where rule 2 waited for
  * four). The device's own meter is wired by the device: rule 1 leaves it alone. (2) The slope s of the grid readings
- * on the battery's power over the readings since steering began, s = cov(grid, battery) / var(battery), once the battery spanned EXCITATION_W: a right meter gives s ≈ -1, a wrong sign s ≈ +1, a kW meter
- * given as W s ≈ -0.001. Levels, not changes: the battery's power as the regulator takes it may be a second off the
+ * on the battery's power over the readings since steering began, s = cov(grid, battery) / var(battery), once the
+ * battery spanned EXCITATION_W: a right meter gives s ≈ -1, a wrong sign s ≈ +1, a kW meter given as W s ≈ -0.001. Levels, not changes: the battery's power as the regulator takes it may be a second off the
  * meter's timing. A wrong sign from s ≥ +0.5 where the loop also runs away (four setpoint moves one way, each making
  * the reading worse), too small only where every reading also lay within KW_READING_W. A right meter confirmed
  * (s ≤ -0.5) ends the check: a later load or a battery that falls short cannot raise a false alarm.
@@ -124,9 +124,10 @@ export class MeterCheck {
 
   /**
    * A reading the regulator took (W, positive importing) with the battery power it took for it (W, positive
-   * discharging, measured or modelled); the fault it shows, if any.
+   * discharging, measured or modelled), the setpoint the loop stands behind and `held`, the one before this reading's
+   * decision (the battery's power where there was none); the fault it shows, if any.
    */
-  observe(grid: number, battery: number | undefined, setpoint?: number, held = battery): MeterFault | undefined {
+  observe(grid: number, battery: number | undefined, setpoint?: number, held?: number): MeterFault | undefined {
     if (this.confirmed || battery === undefined) return undefined;
     const from = this.lastSetpoint?.setpoint ?? held ?? battery;
     this.follow(grid, setpoint);
@@ -193,10 +194,11 @@ export class MeterCheck {
   }
 
   /**
-   * A probe due now (W to add to the setpoint), once each: after a move answered the wrong way, the same way again at
-   * once (a slow battery's next move came 5 s later; a kettle switched on after the move is told from a wrong sign by
-   * the probe's answer); readings so small, and one no whole number, that only a kW meter gives them: more discharge.
-   * Nothing changes until the caller says it sent it (probeSent()).
+   * A probe due now (W to add to the setpoint), at most one until the check starts over (a right meter pays for one at
+   * most): after a move answered the wrong way, the same way again at once (a slow battery's next move came 5 s later;
+   * a kettle switched on after the move is told from a wrong sign by the probe's answer); readings so small, and one
+   * no whole number, that only a kW meter gives them: more discharge. Nothing changes until the caller says it sent it
+   * (probeSent()).
    */
   get probeDue(): number | undefined {
     if (this.confirmed || this.probed) return undefined;
