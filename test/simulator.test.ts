@@ -1,5 +1,7 @@
 /** The device simulator over real HTTP and UDP on 127.0.0.1. */
 import http from 'node:http';
+import net from 'node:net';
+import { once } from 'node:events';
 import dgram from 'node:dgram';
 import path from 'node:path';
 import { spawn } from 'node:child_process';
@@ -10,6 +12,7 @@ import { digestResponse, parseDigestHeader } from '../src/simulator/digest';
 import { encryptPassword } from '../src/device/password-crypto';
 import { DeviceSimulator, SIMULATOR_DEFAULTS, defaultUnsupportedAddresses, modelAddresses, type SimulatorOptions } from '../src/simulator';
 import { HELP, listeningLine, parseSimulatorArgs } from '../src/cli/simulator';
+import { until } from './node-support';
 
 const PASSWORD = 'sim-test-pw';
 const NS = 'Vendor';
@@ -669,6 +672,44 @@ describe('DeviceSimulator', function () {
       sim.stats.violations.should.be.empty();
       sim.stats.requests.should.equal(2);
       sim.stats.byOperation.should.eql({ 'Sys.GetConfig': 2 });
+    });
+
+    it('counts the gap from when a request came, not from when its own busy process got to it', async () => {
+      const sim = await start({ minIntervalMs: 1000, auth: 'none' });
+      /** A connection opened now, whose request leaves on send(); resolves with the moment its bytes left. */
+      const opened = async () => {
+        const socket = net.connect(sim.port, '127.0.0.1');
+        socket.on('error', () => undefined);
+        socket.resume();
+        await once(socket, 'connect');
+        return () => {
+          socket.end('GET /rpc/Sys.GetConfig HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\nContent-Type: application/json\r\n\r\n');
+          return performance.now();
+        };
+      };
+      const busyFor = (ms: number) => {
+        const end = performance.now() + ms;
+        while (performance.now() < end);
+      };
+      const pair = async (secondAfterMs: number) => {
+        sim.resetStats();
+        const first = await opened();
+        const sent = first();
+        // The process (Node-RED and the simulator in one) is busy: the request waits in the kernel meanwhile.
+        busyFor(200);
+        const second = await opened();
+        await sleep(sent + secondAfterMs - performance.now());
+        second();
+        await until(() => sim.stats.requests === 2);
+        return sim.stats;
+      };
+
+      const late = await pair(1050);
+      late.violations.should.be.empty();
+      late.minGapMs!.should.be.aboveOrEqual(1000);
+      const early = await pair(900);
+      early.violations.map((v) => v.kind).should.eql(['interval']);
+      early.minGapMs!.should.be.below(1000);
     });
 
     it('records a parallel violation for a request that arrives while another is in flight', async () => {

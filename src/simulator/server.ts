@@ -9,6 +9,7 @@ import { performance } from 'node:perf_hooks';
 import { digestResponse, parseDigestHeader, randomNonce } from './digest';
 import { checkPassword, decryptPassword } from '../device/password-crypto';
 import { round, type DeviceModel } from './device';
+import { loopStalls } from './loop-stalls';
 
 /** 'digest': HTTP + Digest as the specification describes; 'none': the maker's HTTP mode, no authentication. */
 export type SimulatorAuth = 'digest' | 'none';
@@ -143,6 +144,7 @@ export class SimulatorHttp {
         server.off('error', reject);
         server.on('error', () => undefined);
         this.server = server;
+        loopStalls.start();
         this.listeningPort = (server.address() as net.AddressInfo).port;
         resolve();
       });
@@ -155,6 +157,7 @@ export class SimulatorHttp {
     for (const socket of this.sockets) socket.destroy();
     this.sockets.clear();
     if (!server) return Promise.resolve();
+    loopStalls.stop();
     return new Promise((resolve) => {
       server.close(() => resolve());
       server.closeAllConnections();
@@ -202,6 +205,7 @@ export class SimulatorHttp {
     r.requests++;
     const key = operation && (operation in r.byOperation || Object.keys(r.byOperation).length < MAX_OPERATION_KEYS) ? operation : 'other';
     r.byOperation[key] = (r.byOperation[key] ?? 0) + 1;
+    // The gap counts from the earliest moment the last request can have come: one this process held back looks late.
     const gap = this.lastArrival === undefined ? undefined : arrival - this.lastArrival;
     if (gap !== undefined) r.minGapMs = round(Math.min(r.minGapMs ?? Infinity, gap), 1);
     const atMs = round(arrival - this.model.startedAt, 1);
@@ -209,7 +213,7 @@ export class SimulatorHttp {
     // One violation per request: a parallel call is also too close, but that is the worse fault.
     if (this.inFlight > 0) push(r.violations, { kind: 'parallel', atMs, ...(gap !== undefined ? { gapMs: round(gap, 1) } : {}), path });
     else if (gap !== undefined && gap < this.minIntervalMs) push(r.violations, { kind: 'interval', atMs, gapMs: round(gap, 1), path });
-    this.lastArrival = arrival;
+    this.lastArrival = loopStalls.earliest(arrival);
 
     const name = operation || path;
     if (String(req.headers.connection ?? '').toLowerCase() !== 'close') this.protocolError(`${name}: no "Connection: close" header`);
