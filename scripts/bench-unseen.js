@@ -170,13 +170,15 @@ async function parent(settings) {
   print(settings, rows, notes);
 }
 
-const settings = options(process.argv.slice(2));
-const [condition, seed] = (settings.child ?? '').split(':');
-const running = settings.child ? child({ ...settings, variant: variantOf(condition, Number(seed), settings.seconds) }) : parent(settings);
-running.then(
-  () => process.exit(0),
-  (error) => {
-    console.error(error);
-    process.exit(1);
-  },
-);
+if (require.main === module) {
+  const settings = options(process.argv.slice(2));
+  const [condition, seed] = (settings.child ?? '').split(':');
+  const running = settings.child ? child({ ...settings, variant: variantOf(condition, Number(seed), settings.seconds) }) : parent(settings);
+  running.then(
+    () => process.exit(0),
+    (error) => {
+      console.error(error);
+      process.exit(1);
+    },
+  );
+} else module.exports = { variantOf };

@@ -18,7 +18,7 @@ import type { RegulatorSettings } from '../src/control/regulator';
 import { zeroFeedInSettings } from '../src/editor/inputs';
 import { groupLimits } from '../src/points/catalogue';
 import { MODEL_CLASSES, REAL_TIME, type PowerLimits } from '../src/points/catalogue';
-import { DeviceSimulator, SharedHouse, type HouseScenario } from '../src/simulator';
+import { DeviceSimulator, SharedHouse, type Derating, type HouseScenario, type MeterFeedOptions } from '../src/simulator';
 import type { ModelClass } from '../src/points/catalogue';
 import { VirtualClock, settle } from './virtual-clock';
 
@@ -52,6 +52,8 @@ export interface LongUnit {
   lagS: number;
   /** Default: the model class's rated capacity. */
   capacityKwh?: number;
+  /** Times the battery delivers less than its setpoint (see DeviceSimulator's derating). */
+  derating?: readonly Derating[];
 }
 
 export interface LongRunOptions {
@@ -64,6 +66,8 @@ export interface LongRunOptions {
   efficiency: number;
   /** Each meter reading reaches the controller this much after it was taken (s; default 0). */
   meterLateS?: number;
+  /** The meter's timing, gaps and noise, instead of a reading every second from 0.5 s, `meterLateS` late. */
+  meterFeed?: MeterFeedOptions;
   /** The unit of this index is switched off at `atS`: its battery stops and its requests fail (refused at once). */
   switchOff?: { unit: number; atS: number };
   /** The unit of this index answers nothing from `fromS` until `toS` (its battery goes on). */
@@ -266,7 +270,11 @@ export class SimulatedUnit implements BatteryPlant {
 
 /** The group regulator on `options.units` through `options.seconds` of `options.house`; the globals' timers are virtual meanwhile. */
 export async function groupLongRun(options: LongRunOptions): Promise<LongRecord> {
-  const house = new SharedHouse({ house: options.house, timeScale: 0, meterFeed: { everyS: 1, startS: 0.5, lateS: options.meterLateS } });
+  const house = new SharedHouse({
+    house: options.house,
+    timeScale: 0,
+    meterFeed: options.meterFeed ?? { everyS: 1, startS: 0.5, lateS: options.meterLateS },
+  });
   const sims = options.units.map(
     (u, i) =>
       new DeviceSimulator({
@@ -278,6 +286,7 @@ export async function groupLongRun(options: LongRunOptions): Promise<LongRecord>
         capacityKwh: u.capacityKwh,
         deadTimeS: u.deadTimeS,
         lagS: u.lagS,
+        derating: u.derating,
         efficiency: options.efficiency,
         serialNumber: `SIMLONG00000000${i + 1}`,
       }),
