@@ -22,8 +22,6 @@ export const SHORT_W = 100;
 const SHORT_SHARE = 0.1;
 /** What the battery was seen to deliver counts this long (ms); the caller reads it again well before. */
 const DELIVERED_KEPT_MS = 15000;
-/** The device's own figure of 6000 may be this old (ms) when it is read. */
-const READ_BACK_AGE_MS = 1000;
 /** A move up to this many times the moves the same way still showing continues a ramp. */
 const RAMP_RATIO = 2;
 
@@ -137,7 +135,7 @@ export class PlantKnowledge {
    * setpoint's way (during a transient what is delivered may still lie on the other side of zero), and the
    * identification leaves it out.
    */
-  observeBattery(power: number, now: number, askedAt: number, setpoint: number | undefined, steering: boolean, inFlight: boolean): void {
+  observeBattery(power: number, now: number, askedAt: number, setpoint: number | undefined, steering: boolean): void {
     this.readbackSeen = { power, at: now };
     if (!steering) {
       this.base = power;
@@ -147,12 +145,6 @@ export class PlantKnowledge {
     const short = this.fallsShort(power, askedAt, now, setpoint);
     if (short !== (this.delivered !== undefined)) this.identifier.interrupt();
     this.delivered = short ? { power, at: now, direction: Math.sign(setpoint!) } : undefined;
-    // A battery that follows tells the plants apart; one in flight may already answer a setpoint they do not know yet.
-    if (!short && !inFlight && setpoint !== undefined) {
-      const { fast, slow } = this.settings();
-      const meterLate: [number, number] = [fast.meterDelayS * 1000, slow.meterDelayS * 1000];
-      this.identifier.readBack(power, askedAt - READ_BACK_AGE_MS, now, meterLate, shortMarginW(setpoint), this.history, this.base);
-    }
   }
 
   /**
@@ -171,9 +163,8 @@ export class PlantKnowledge {
     const view = this.view();
     const direction = Math.sign(setpoint);
     // 6000 was taken between the ask and the answer; the models show it as the meter will, up to its delay later.
-    const byMeter = this.identifier.allowedByMeter();
-    const [low, high] = modelInterval(view, askedAt, byMeter);
-    const [lowLater, highLater] = modelInterval(view, now + this.settings().slow.meterDelayS * 1000, byMeter);
+    const [low, high] = modelInterval(view, askedAt);
+    const [lowLater, highLater] = modelInterval(view, now + this.settings().slow.meterDelayS * 1000);
     const least = Math.min(...[low, high, lowLater, highLater].map((p) => p * direction));
     return direction * power < least - shortMarginW(setpoint);
   }
