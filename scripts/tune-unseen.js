@@ -10,7 +10,7 @@
 const path = require('node:path');
 
 const DIST = path.join(__dirname, '..', 'dist');
-const { CONDITIONS, TUNING_SEEDS, generateCase } = require(path.join(DIST, 'src', 'simulator', 'house-generator.js'));
+const { CONDITIONS, TUNING_SEEDS } = require(path.join(DIST, 'src', 'simulator', 'house-generator.js'));
 const { DeviceSimulator } = require(path.join(DIST, 'src', 'simulator', 'index.js'));
 const { groupLongRun } = require(path.join(DIST, 'test', 'group-long-run.js'));
 const { figures, oracle } = require('./bench-zero-matrix.js');
@@ -35,19 +35,17 @@ function options(argv) {
   return chosen;
 }
 
-/** The controller on one generated case, with the matrix's figures. */
-async function node(condition, seed, seconds) {
-  const { house, plant } = generateCase(condition, seed, seconds, 2400);
-  const variant = variantOf(condition, seed, seconds);
+/** The controller on one generated case (bench-unseen's variant of it), with the matrix's figures. */
+async function node(variant, seconds) {
   const record = await groupLongRun({
-    units: [{ key: 'a', model: '2000', initialSoc: 50, deadTimeS: plant.deadTimeS, lagS: plant.lagS, derating: plant.derating }],
-    house: house.scenario,
+    units: [{ key: 'a', model: '2000', initialSoc: 50, deadTimeS: variant.deadTimeS, lagS: variant.lagS, derating: variant.sim.derating }],
+    house: variant.house,
     seconds,
     sampleS: 0.1,
     efficiency: 1,
     alone: true,
-    meterFeed: plant.feed,
-    settings: { meterInterval: plant.meterIntervalS, meterTimeout: plant.meterTimeoutS },
+    meterFeed: variant.feed,
+    settings: variant.node,
   });
   const samples = record.samples.map((s) => ({ t: s.t, grid: s.grid, battery: s.units[0].b, setpoint: s.units[0].s, load: 0, pv: 0 }));
   const shown = figures({ samples, toggles: [], writes: record.writes[0] }, variant, seconds);
@@ -69,8 +67,8 @@ async function main() {
   for (const condition of chosen.only) {
     const rows = [];
     for (const seed of TUNING_SEEDS.slice(0, chosen.houses)) {
-      const ours = await node(condition, seed, chosen.seconds);
       const variant = variantOf(condition, seed, chosen.seconds);
+      const ours = await node(variant, chosen.seconds);
       const best = figures(oracle(DeviceSimulator, variant, chosen.seconds), variant, chosen.seconds);
       rows.push({ seed, ratio: ours.errorWh / best.errorWh, ours, best });
       each.push(

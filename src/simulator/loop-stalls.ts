@@ -51,14 +51,6 @@ class LoopStallWatch {
     return earliest;
   }
 
-  /** How long the loop was held in [from, to], ms. */
-  heldMs(from: number, to: number): number {
-    this.beat();
-    let held = 0;
-    for (const stall of this.stalls) held += Math.max(0, Math.min(to, stall.to) - Math.max(from, stall.from));
-    return held;
-  }
-
   private beat(): void {
     if (this.timer === undefined) return;
     const now = performance.now();

@@ -101,6 +101,7 @@ export class SimulatorHttp {
   private serverNonce = randomNonce();
 
   private inFlight = 0;
+  /** The earliest moment the last request can have come (see loop-stalls.ts). */
   private lastArrival: number | undefined;
   record: SimulatorStats = emptyStats();
 
@@ -205,7 +206,7 @@ export class SimulatorHttp {
     r.requests++;
     const key = operation && (operation in r.byOperation || Object.keys(r.byOperation).length < MAX_OPERATION_KEYS) ? operation : 'other';
     r.byOperation[key] = (r.byOperation[key] ?? 0) + 1;
-    // The gap counts from the earliest moment the last request can have come: one this process held back looks late.
+    // One this process held back looks late: the gap counts from when it can have come.
     const gap = this.lastArrival === undefined ? undefined : arrival - this.lastArrival;
     if (gap !== undefined) r.minGapMs = round(Math.min(r.minGapMs ?? Infinity, gap), 1);
     const atMs = round(arrival - this.model.startedAt, 1);
