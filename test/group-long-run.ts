@@ -15,6 +15,7 @@ import { GroupPlant, type UnitReport } from '../src/control/group-plant';
 import type { BatteryPlant, PlantOutcome, PlantReading, ReadOptions, SendOptions } from '../src/control/device-plant';
 import { CONTROL_DEFAULTS, controlValues, parseControl, type ControlOptions } from '../src/control/control';
 import type { RegulatorSettings } from '../src/control/regulator';
+import type { Decision } from '../src/control/regulator-types';
 import { zeroFeedInSettings } from '../src/editor/inputs';
 import { groupLimits } from '../src/points/catalogue';
 import { MODEL_CLASSES, REAL_TIME, type PowerLimits } from '../src/points/catalogue';
@@ -83,6 +84,10 @@ export interface LongRunOptions {
   settings?: Record<string, unknown>;
   /** One unit steered as one device (its plant alone), not as a group of one. */
   alone?: boolean;
+  /** Each request is answered this long after it left (ms; default ANSWER_MS). */
+  answerMs?: number;
+  /** Each decision of the controller, as the node's output would carry it. */
+  onDecision?: (decision: Decision, t: number) => void;
 }
 
 /** A request a unit carried out (s): a setpoint (W, signed like 6000), a read, or the hand-back to self-consumption. */
@@ -157,6 +162,7 @@ export class SimulatedUnit implements BatteryPlant {
     readonly limits: PowerLimits,
     private readonly now: () => number,
     { minPower, chargeSoc, dischargeSoc }: Pick<RegulatorSettings, 'minPower' | 'chargeSoc' | 'dischargeSoc'>,
+    private readonly answerMs = ANSWER_MS,
   ) {
     // As DevicePlant's RealTimeController takes a setpoint: clamped to the limits, the SOCs carried with it.
     this.controlOptions = { power: minPower, chargeSoc, dischargeSoc, clamp: true, limits };
@@ -180,7 +186,7 @@ export class SimulatedUnit implements BatteryPlant {
     if (repeat) return Promise.resolve(outcome);
     return this.enqueue({ kind: 'write', urgent: options.urgent, onStart: options.onStart, watts: outcome.watts }, () => {
       this.sim.setData(REAL_TIME.stateAddress, values);
-      this.last = { values, at: this.now() + ANSWER_MS };
+      this.last = { values, at: this.now() + this.answerMs };
       this.writes++;
       this.log('setpoint', outcome.watts);
       return outcome;
@@ -264,7 +270,7 @@ export class SimulatedUnit implements BatteryPlant {
       this.busy = false;
       job.resolve(result);
       this.pump();
-    }, ANSWER_MS);
+    }, this.answerMs);
   }
 }
 
@@ -327,7 +333,7 @@ export async function groupLongRun(options: LongRunOptions): Promise<LongRecord>
     totals: [],
   };
   try {
-    const plants = options.units.map((_, i) => new SimulatedUnit(sims[i], limits[i], now, config.regulator));
+    const plants = options.units.map((_, i) => new SimulatedUnit(sims[i], limits[i], now, config.regulator, options.answerMs));
     record.requests = plants.map((p) => p.requests);
     const members = options.units.map((u, i) => ({ id: u.key, session: plants[i], capacityWh: sims[i].ratedCapacityKwh * 1000 }));
     const group = new GroupPlant(members, config.regulator, { now });
@@ -337,7 +343,7 @@ export async function groupLongRun(options: LongRunOptions): Promise<LongRecord>
       return apply(watts, sendOptions);
     };
     const host = {
-      decision: () => undefined,
+      decision: (decision: Decision) => options.onDecision?.(decision, clock.now / 1000),
       changed: () => undefined,
       failure: (e: unknown) => record.failures.push(e),
       implausibleBattery: () => undefined,

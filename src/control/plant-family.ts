@@ -94,6 +94,10 @@ const MEDIAN_TO_MEAN = 0.798 / 0.674;
 
 export class PlantIdentifier {
   private readonly cost: Float64Array;
+  /** How far (W) each model missed the read-backs of 6000, forgotten as the cost is. */
+  private readonly missed: Float64Array;
+  /** The models the meter's readings allow (all until setpoints have moved enough). */
+  private byMeter: readonly PlantModel[];
   private implied: Float64Array | undefined;
   /** The implied loads of the reading before `implied`. */
   private before: Float64Array | undefined;
@@ -105,7 +109,9 @@ export class PlantIdentifier {
 
   constructor(readonly models: readonly PlantModel[]) {
     this.cost = new Float64Array(models.length);
+    this.missed = new Float64Array(models.length);
     this.consistentModels = [...models];
+    this.byMeter = models;
   }
 
   /** A setpoint moved by `delta` W at `at`: the readings that follow can tell the models apart. */
@@ -140,11 +146,53 @@ export class PlantIdentifier {
     this.before = this.implied;
     this.implied = implied;
     this.excitation *= FORGET;
+    for (let i = 0; i < this.models.length; i++) this.missed[i] = this.missed[i]! * FORGET;
     while (this.unseen.length && this.unseen[0]!.at + SEEN_AFTER_MS <= at) this.excitation += this.unseen.shift()!.delta;
-    if (this.excitation < MIN_EXCITATION_W) return;
-    const best = Math.min(...this.cost);
-    const tolerance = Math.max(TOLERANCE_W, TOLERANCE_SHARE * this.excitation);
-    this.consistentModels = this.models.filter((_, i) => this.cost[i]! <= best + tolerance);
+    if (this.excitation >= MIN_EXCITATION_W) {
+      const best = Math.min(...this.cost);
+      const tolerance = Math.max(TOLERANCE_W, TOLERANCE_SHARE * this.excitation);
+      this.byMeter = this.models.filter((_, i) => this.cost[i]! <= best + tolerance);
+    }
+    this.consistentModels = this.ruled();
+  }
+
+  /**
+   * A read of the battery's own power (6000), `power`, taken between `from` and `to` (the meter would show it up to
+   * `meterLate` = [least, most] ms later; a model's delay holds the meter's part): a model under which the battery
+   * cannot have got that far towards the setpoint by then, by more than `marginW`, misses by the difference. On a
+   * ramp (a cloud, a heat pump starting) the meter favours plants too slow, whose implied load rises least; a read-back
+   * is not confounded so. A battery behind a model proves nothing: a slow one and one that falls short look alike.
+   */
+  readBack(
+    power: number,
+    from: number,
+    to: number,
+    meterLate: [number, number],
+    marginW: number,
+    history: readonly Step[],
+    base: number,
+  ): void {
+    const setpoint = history.at(-1)?.value ?? base;
+    for (let i = 0; i < this.models.length; i++) {
+      const model = this.models[i]!;
+      const early = response(model, history, base, from + meterLate[0]);
+      const late = response(model, history, base, to + Math.min(meterLate[1], model.delayMs));
+      const [low, high] = [Math.min(early, late), Math.max(early, late)];
+      const ahead = setpoint > high ? power - high : setpoint < low ? low - power : 0;
+      this.missed[i] = this.missed[i]! + Math.max(0, ahead - marginW);
+    }
+    this.consistentModels = this.ruled();
+  }
+
+  /**
+   * The models the meter allows that also come within the tolerance of the best by the read-backs; where none does,
+   * the read-backs' alone.
+   */
+  private ruled(): PlantModel[] {
+    const leastMissed = Math.min(...this.missed);
+    const byReadBack = this.models.filter((_, i) => this.missed[i]! <= leastMissed + TOLERANCE_W);
+    const both = byReadBack.filter((model) => this.byMeter.includes(model));
+    return both.length > 0 ? both : byReadBack;
   }
 
   /**
@@ -155,7 +203,7 @@ export class PlantIdentifier {
     return this.noise;
   }
 
-  /** The models consistent with the readings so far (all of them until setpoints have moved enough). */
+  /** The models consistent with the readings and the read-backs so far (all of them until setpoints have moved enough). */
   consistent(): readonly PlantModel[] {
     return this.consistentModels;
   }

@@ -28,8 +28,8 @@ export interface Memory {
   boosted: number;
   /** A trim the last reading asked for (see confirmedTrim). */
   trimAsked?: { wanted: number; reading: number };
-  /** The move whose followers wait for a battery check, until when (see checksBattery). */
-  checkWindow?: { move: number; until: number };
+  /** The large move whose followers wait for a battery check: when it started, its value and way, until when (see checksBattery). */
+  checkWindow?: { move: number; value: number; way: number; until: number };
 }
 
 /** A reading's snapshot: the common one and what the reading brought. */
@@ -144,8 +144,7 @@ function move(s: ReadingSnapshot, memory: Memory, current: number | undefined): 
     now < lastAck + showsMs(s.plant);
   // A stop at a SOC limit needs no haste; a ramp is followed step by step.
   const plain = current === undefined || reason === 'soc' || s.delivered || answering || continuesRamp(s.plant, next - current, now);
-  if (current !== undefined && checksBattery(s, memory, next - current, answering && way === memory.boosted))
-    return hold('battery check', true);
+  if (current !== undefined && checksBattery(s, memory, next, way, answering && way === memory.boosted)) return hold('battery check', true);
   const pulse = plain ? undefined : overdrive(s, next, want.floor);
   if (!answering) memory.boosted = pulse === undefined ? 0 : way;
   if (pulse !== undefined)
@@ -159,20 +158,30 @@ function move(s: ReadingSnapshot, memory: Memory, current: number | undefined): 
  * what a battery that falls short looks like until a read shows it, and moved on it winds up. It waits until a read
  * shows the battery short (then it is steered from what it delivers) or arrived, or the slowest plant the readings
  * allowed at the first check would have shown the move. Not where this reading's battery power is known (read with
- * it, or a group's estimate from its units' reads), nor for a move too small to tell a shortfall by.
+ * it, or a group's estimate from its units' reads). Moves too small to tell a shortfall by go on, but they add up:
+ * what waits is `next` SHORT_W or more beyond the large move's value (small moves crept 230 W past a capped battery).
  */
-function checksBattery(s: ReadingSnapshot, memory: Memory, move: number, afterPulse: boolean): boolean {
+function checksBattery(s: ReadingSnapshot, memory: Memory, next: number, way: number, afterPulse: boolean): boolean {
   const last = s.plant.history.at(-1);
-  if (!last || s.delivered || s.settings.heldMeter || s.estimate || s.want.read || Math.abs(move) < SHORT_W) return false;
-  const lastMove = last.value - valueBefore(s.plant, 1);
-  // A step, not a ramp's: on a ramp more of the same way is the ramp.
-  const step = Math.abs(lastMove) >= CHECKED_STEP_W && !continuesRamp(s.plant, lastMove, last.startAt, 1);
-  if (!afterPulse && !(Math.sign(lastMove) === Math.sign(move) && step)) return false;
-  // The window is the one of the first check: a battery that stops short looks like a fast one to the identification.
-  if (memory.checkWindow?.move !== last.startAt) memory.checkWindow = { move: last.startAt, until: last.ackAt + showsMs(s.plant) };
-  if (s.now >= memory.checkWindow.until) return false;
+  if (!last || s.delivered || s.settings.heldMeter || s.estimate || s.want.read) return false;
+  const window = memory.checkWindow;
+  const open = window !== undefined && window.way === way && s.now < window.until;
+  if (!open) {
+    // A move's window is the one of its first check, and once only.
+    if (window?.move === last.startAt) return false;
+    const lastMove = last.value - valueBefore(s.plant, 1);
+    // A step, not a ramp's: on a ramp more of the same way is the ramp.
+    const step = Math.abs(lastMove) >= CHECKED_STEP_W && !continuesRamp(s.plant, lastMove, last.startAt, 1);
+    // After a plain step a move too small to tell a shortfall by opens no window; after a pulse the small ones add up.
+    const telling = Math.abs(next - last.value) >= SHORT_W;
+    if (!afterPulse && !(Math.sign(lastMove) === way && step && telling)) return false;
+    // The window is the one of the first check: a battery that stops short looks like a fast one to the identification.
+    memory.checkWindow = { move: last.startAt, value: last.value, way, until: last.ackAt + showsMs(s.plant) };
+  }
+  const checked = memory.checkWindow!;
+  if (Math.abs(next - checked.value) < SHORT_W) return false;
   const read = s.readback;
-  const arrived = read !== undefined && read.at > last.startAt && Math.abs(read.power - last.value) <= shortMarginW(last.value);
+  const arrived = read !== undefined && read.at > checked.move && Math.abs(read.power - checked.value) <= shortMarginW(checked.value);
   return !arrived;
 }
 

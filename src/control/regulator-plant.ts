@@ -22,6 +22,8 @@ export const SHORT_W = 100;
 const SHORT_SHARE = 0.1;
 /** What the battery was seen to deliver counts this long (ms); the caller reads it again well before. */
 const DELIVERED_KEPT_MS = 15000;
+/** The device's own figure of 6000 may be this old (ms) when it is read. */
+const READ_BACK_AGE_MS = 1000;
 /** A move up to this many times the moves the same way still showing continues a ramp. */
 const RAMP_RATIO = 2;
 
@@ -87,6 +89,12 @@ export class PlantKnowledge {
   /** The battery delivers only this (read back, short of every model): it is steered from there. */
   private delivered: { power: number; at: number; direction: number } | undefined;
   private socValue: { value: number; at: number } | undefined;
+  /**
+   * The models consistent when the battery last started a move from rest: what a shortfall is judged against too. A
+   * battery that stops short teaches the identification a wrong plant (a capped one looked like one lagging 3-5 s,
+   * and a read of its cap then short of none).
+   */
+  private modelsAtRest: readonly PlantModel[] | undefined;
   /** Readings taken while a setpoint was in flight: they count for the identification once it is settled. */
   private unsettled: { grid: number; at: number }[] = [];
   /** The plant's own estimate of the battery's power (see the facade's useEstimate()). */
@@ -135,7 +143,7 @@ export class PlantKnowledge {
    * setpoint's way (during a transient what is delivered may still lie on the other side of zero), and the
    * identification leaves it out.
    */
-  observeBattery(power: number, now: number, askedAt: number, setpoint: number | undefined, steering: boolean): void {
+  observeBattery(power: number, now: number, askedAt: number, setpoint: number | undefined, steering: boolean, inFlight: boolean): void {
     this.readbackSeen = { power, at: now };
     if (!steering) {
       this.base = power;
@@ -145,6 +153,12 @@ export class PlantKnowledge {
     const short = this.fallsShort(power, askedAt, now, setpoint);
     if (short !== (this.delivered !== undefined)) this.identifier.interrupt();
     this.delivered = short ? { power, at: now, direction: Math.sign(setpoint!) } : undefined;
+    // A battery that follows tells the plants apart; one in flight may already answer a setpoint they do not know yet.
+    if (!short && !inFlight && setpoint !== undefined) {
+      const { fast, slow } = this.settings();
+      const meterLate: [number, number] = [fast.meterDelayS * 1000, slow.meterDelayS * 1000];
+      this.identifier.readBack(power, askedAt - READ_BACK_AGE_MS, now, meterLate, shortMarginW(setpoint), this.history, this.base);
+    }
   }
 
   /**
@@ -161,10 +175,13 @@ export class PlantKnowledge {
     // see it only once the slowest, 4 s and 5 s, had settled: a derated battery was found 12 s into a kettle's step,
     // after the setpoint had wound up). A battery a little off the identified ones is within the margin.
     const view = this.view();
+    const atRest = this.modelsAtRest ?? view.models;
+    const both = view.models.filter((model) => atRest.includes(model));
+    const models = both.length > 0 ? both : atRest;
     const direction = Math.sign(setpoint);
     // 6000 was taken between the ask and the answer; the models show it as the meter will, up to its delay later.
-    const [low, high] = modelInterval(view, askedAt);
-    const [lowLater, highLater] = modelInterval(view, now + this.settings().slow.meterDelayS * 1000);
+    const [low, high] = modelInterval(view, askedAt, models);
+    const [lowLater, highLater] = modelInterval(view, now + this.settings().slow.meterDelayS * 1000, models);
     const least = Math.min(...[low, high, lowLater, highLater].map((p) => p * direction));
     return direction * power < least - shortMarginW(setpoint);
   }
@@ -193,6 +210,8 @@ export class PlantKnowledge {
     if (short && value * short.direction <= short.power * short.direction) this.delivered = undefined;
     // The same setpoint again (a repeat the device already has) changes nothing the models follow.
     if (this.history.length > 0 && value === before) return;
+    const last = this.history.at(-1);
+    if (!last || now >= last.ackAt + showsMs(this.view())) this.modelsAtRest = this.identifier.consistent();
     this.identifier.moved(value - before, now);
     this.history.push({ value, startAt, ackAt: now });
     if (this.history.length > HISTORY) {
@@ -250,6 +269,7 @@ export class PlantKnowledge {
     this.history = [];
     this.readbackSeen = undefined;
     this.delivered = undefined;
+    this.modelsAtRest = undefined;
     this.base = 0;
     this.unsettled = [];
     this.identifier.interrupt();

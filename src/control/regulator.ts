@@ -252,7 +252,7 @@ export class Regulator {
   /** Battery power (6000, positive discharging) read on its own, asked at `askedAt` (see PlantKnowledge.observeBattery). */
   observeBattery(power: unknown, now: number, askedAt = now): void {
     if (typeof power !== 'number' || !Number.isFinite(power)) return;
-    this.knowsPlant.observeBattery(power, now, askedAt, this.sent.acknowledged, this.sent.steering);
+    this.knowsPlant.observeBattery(power, now, askedAt, this.sent.acknowledged, this.sent.steering, this.sent.inFlight);
   }
 
   /** Whether a battery power given with a reading can be this battery's (see PlantKnowledge.plausibleBattery). */

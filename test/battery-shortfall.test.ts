@@ -1,0 +1,61 @@
+/**
+ * A battery that falls short of its setpoint, in simulated time: the controller as the node wires it
+ * (test/group-long-run.ts) over every timing of the device's answers and the meter's readings, where the real-time
+ * controller test sees one timing a run. The matrix's house: 600 W of PV surplus, then a 2 kW kettle (a need of
+ * 1400 W) against a battery capped at 600 W.
+ */
+import should from 'should';
+import { groupLongRun } from './group-long-run';
+
+const ANSWERS_MS = [100, 250, 400, 600, 800];
+const METER_STARTS_S = [0.1, 0.35, 0.6, 0.85];
+const METER_LATE_S = [0, 0.3, 0.7];
+const BATTERIES = [
+  { deadTimeS: 0.5, lagS: 1 },
+  { deadTimeS: 1, lagS: 1.5 },
+  { deadTimeS: 2, lagS: 3 },
+];
+const KETTLE_S = 10;
+
+describe('a battery that falls short (simulated time)', function () {
+  this.timeout(60000);
+
+  it('capped at 600 W, it never winds up past 1600 W and is seen short within 10 s of the kettle, whatever the timing', async () => {
+    const missed: string[] = [];
+    for (const answerMs of ANSWERS_MS)
+      for (const startS of METER_STARTS_S)
+        for (const lateS of METER_LATE_S)
+          for (const battery of BATTERIES) {
+            let highest = 0;
+            let seenShortAt: number | undefined;
+            await groupLongRun({
+              units: [{ key: 'a', model: '2000', initialSoc: 60, ...battery, derating: [{ atS: 5, durationS: 600, maxW: 600 }] }],
+              house: {
+                seed: 17,
+                baseLoadW: 300,
+                noiseW: 10,
+                pvW: 900,
+                events: [{ name: 'kettle', atS: KETTLE_S, durationS: 60, loadW: 2000 }],
+              },
+              seconds: 30,
+              sampleS: 1,
+              efficiency: 1,
+              alone: true,
+              answerMs,
+              onStop: 'keep',
+              meterFeed: { everyS: 1, startS, lateS },
+              onDecision: (decision, t) => {
+                // A pulse's own value is no wind-up: it is what the pulse is.
+                if (decision.action === 'set' && decision.reason !== 'overdrive' && decision.grid !== undefined)
+                  highest = Math.max(highest, decision.setpoint!);
+                if (seenShortAt === undefined && decision.limitedBy === 'battery') seenShortAt = t;
+              },
+            });
+            if (highest > 1600 || seenShortAt === undefined || seenShortAt > KETTLE_S + 10)
+              missed.push(
+                `answers ${answerMs} ms, meter from ${startS} s ${lateS} s late, ${JSON.stringify(battery)}: ${highest} W, short at ${seenShortAt} s`,
+              );
+          }
+    should(missed).be.empty();
+  });
+});
