@@ -9,8 +9,8 @@
  * move gets one pulse, and a ramp none (move()); a reading that shows a new load ends a pulse held at a limit
  * (decideReading()).
  */
-import { beyondBand, band, limit, type Snapshot, type Wanted } from './regulator-bounds';
-import { SHORT_W, continuesRamp, shortMarginW, showsMs, valueBefore } from './regulator-plant';
+import { beyondBand, band, limit, wanted, type Snapshot, type Wanted } from './regulator-bounds';
+import { SHORT_W, continuesRamp, modelInterval, shortMarginW, showsMs, valueBefore } from './regulator-plant';
 import { overdrive, pulseMinW, type Pulse } from './regulator-pulse';
 import type { Decision, DecisionAction, DecisionReason, OnTimeout } from './regulator-types';
 
@@ -34,6 +34,9 @@ export interface Memory {
 
 /** A reading's snapshot: the common one and what the reading brought. */
 export interface ReadingSnapshot extends Snapshot {
+  grid: number;
+  /** The battery's power the reading's load was taken with, [low, high] (W). */
+  battery: [number, number];
   want: Wanted;
   /** The pulse in force. */
   pulse: Readonly<Pulse> | undefined;
@@ -144,45 +147,77 @@ function move(s: ReadingSnapshot, memory: Memory, current: number | undefined): 
     now < lastAck + showsMs(s.plant);
   // A stop at a SOC limit needs no haste; a ramp is followed step by step.
   const plain = current === undefined || reason === 'soc' || s.delivered || answering || continuesRamp(s.plant, next - current, now);
-  if (current !== undefined && checksBattery(s, memory, next, way, answering && way === memory.boosted)) return hold('battery check', true);
-  const pulse = plain ? undefined : overdrive(s, next, want.floor);
+  const reachable = current === undefined ? next : batteryCheck(s, memory, next, current, way, answering && way === memory.boosted);
+  if (reachable === undefined) return hold('battery check', true);
+  const pulse = plain || reachable !== next ? undefined : overdrive(s, next, want.floor);
   if (!answering) memory.boosted = pulse === undefined ? 0 : way;
   if (pulse !== undefined)
     return { action: 'set', reason: 'overdrive', setpoint: pulse.value, steady: false, startsPulse: pulse.pulse, ownMove: true };
-  return { action: 'set', reason, setpoint: next, steady: true, ownMove: true };
+  return { action: 'set', reason, setpoint: reachable, steady: true, ownMove: true };
 }
 
 /**
- * Whether more of the same way while the battery still answers a large move (a pulse's, or a step of CHECKED_STEP_W
- * or more that continues no ramp) waits for a read of 6000, asked by the decision's reason ('battery check'): it is
- * what a battery that falls short looks like until a read shows it, and moved on it winds up. It waits until a read
- * shows the battery short (then it is steered from what it delivers) or arrived, or the slowest plant the readings
- * allowed at the first check would have shown the move. Not where this reading's battery power is known (read with
- * it, or a group's estimate from its units' reads). Moves too small to tell a shortfall by go on, but they add up:
- * what waits is `next` SHORT_W or more beyond the large move's value (small moves crept 230 W past a capped battery).
+ * How far `next` may go while the battery still answers a large move (a pulse's, or a step of CHECKED_STEP_W or more
+ * that continues no ramp): more of the same way is what a battery that falls short looks like until a read of 6000
+ * shows it, and moved on it winds up. So more of that way goes only as far as the load asks even if the battery stays
+ * where it was last seen (the last read since the move, or the slowest plant consistent now or when the move started,
+ * whichever is least far): a new load (a hob after a kettle) is followed at once, a cap is not wound up against.
+ * Where that is less than SHORT_W, undefined: the move waits for a read, asked by the decision's reason ('battery
+ * check'). The check ends when a read shows the battery short (then it is steered from what it delivers) or arrived,
+ * or when the slowest plant the readings allowed at its first check would have shown the move. Not where this
+ * reading's battery power is known (read with it, or a group's estimate from its units' reads). Moves too small to
+ * tell a shortfall by go on, but after a pulse they add up: what is checked lies SHORT_W or more beyond the large
+ * move's value (small moves crept 230 W past a capped battery).
  */
-function checksBattery(s: ReadingSnapshot, memory: Memory, next: number, way: number, afterPulse: boolean): boolean {
+function batteryCheck(
+  s: ReadingSnapshot,
+  memory: Memory,
+  next: number,
+  current: number,
+  way: number,
+  afterPulse: boolean,
+): number | undefined {
   const last = s.plant.history.at(-1);
-  if (!last || s.delivered || s.settings.heldMeter || s.estimate || s.want.read) return false;
+  if (!last || s.delivered || s.settings.heldMeter || s.estimate || s.want.read) return next;
   const window = memory.checkWindow;
   const open = window !== undefined && window.way === way && s.now < window.until;
   if (!open) {
     // A move's window is the one of its first check, and once only.
-    if (window?.move === last.startAt) return false;
+    if (window?.move === last.startAt) return next;
     const lastMove = last.value - valueBefore(s.plant, 1);
     // A step, not a ramp's: on a ramp more of the same way is the ramp.
     const step = Math.abs(lastMove) >= CHECKED_STEP_W && !continuesRamp(s.plant, lastMove, last.startAt, 1);
     // After a plain step a move too small to tell a shortfall by opens no window; after a pulse the small ones add up.
     const telling = Math.abs(next - last.value) >= SHORT_W;
-    if (!afterPulse && !(Math.sign(lastMove) === way && step && telling)) return false;
+    if (!afterPulse && !(Math.sign(lastMove) === way && step && telling)) return next;
     // The window is the one of the first check: a battery that stops short looks like a fast one to the identification.
     memory.checkWindow = { move: last.startAt, value: last.value, way, until: last.ackAt + showsMs(s.plant) };
   }
   const checked = memory.checkWindow!;
-  if (Math.abs(next - checked.value) < SHORT_W) return false;
-  const read = s.readback;
-  const arrived = read !== undefined && read.at > checked.move && Math.abs(read.power - checked.value) <= shortMarginW(checked.value);
-  return !arrived;
+  if (Math.abs(next - checked.value) < SHORT_W) return next;
+  const read = s.readback !== undefined && s.readback.at > checked.move ? s.readback.power : undefined;
+  if (read !== undefined && Math.abs(read - checked.value) <= shortMarginW(checked.value)) return next;
+  // Where the battery may have stopped: the least far of the last read and every plant, in the move's way; with no read
+  // since the move, where it started.
+  const [restLow, restHigh] = modelInterval(s.plant, s.now, s.plant.atRest);
+  const [low, high] = s.battery;
+  const seen = read ?? startOfMove(s.plant, way, s.now);
+  const stopped = way > 0 ? Math.min(low, restLow, seen) : Math.max(high, restHigh, seen);
+  const asked = wanted(s.grid, way > 0 ? stopped : low, way > 0 ? high : stopped, false, s.settings);
+  const reachable = limit(way > 0 ? Math.min(next, asked.low) : Math.max(next, asked.high), s.settings, s.soc).value;
+  return (reachable - current) * way >= SHORT_W ? reachable : undefined;
+}
+
+/**
+ * The setpoint the battery was moving from, in `way`, when the moves that have not shown yet (their delay and two lags,
+ * under the slowest plant the readings allow) began: a pulse and its follow-ups are one move.
+ */
+function startOfMove(plant: ReadingSnapshot['plant'], way: number, now: number): number {
+  const shows = showsMs(plant);
+  let from = plant.history.at(-1)?.value ?? plant.base;
+  for (let back = 0; back < plant.history.length && now < plant.history.at(-1 - back)!.ackAt + shows; back++)
+    from = way > 0 ? Math.min(from, valueBefore(plant, back + 1)) : Math.max(from, valueBefore(plant, back + 1));
+  return from;
 }
 
 /**

@@ -31,13 +31,15 @@ const RAMP_RATIO = 2;
 export interface PlantView {
   /** The models consistent with the readings so far. */
   models: readonly PlantModel[];
+  /** Those consistent when the battery last started a move from rest (see PlantKnowledge.modelsAtRest). */
+  atRest: readonly PlantModel[];
   history: readonly Step[];
   /** Battery power before the first step of the history. */
   base: number;
 }
 
 /** The range of the battery's power as the meter shows it at `at`, over `models` (the consistent ones by default). */
-function modelInterval(view: PlantView, at: number, models = view.models): [number, number] {
+export function modelInterval(view: PlantView, at: number, models = view.models): [number, number] {
   let low = Infinity;
   let high = -Infinity;
   for (const model of models) {
@@ -107,7 +109,8 @@ export class PlantKnowledge {
 
   /** The models, their history and base, for the decisions. */
   view(): PlantView {
-    return { models: this.identifier.consistent(), history: this.history, base: this.base };
+    const models = this.identifier.consistent();
+    return { models, atRest: this.modelsAtRest ?? models, history: this.history, base: this.base };
   }
 
   /** The plants still consistent with what the meter showed: their range of delays and lags (s). */
@@ -175,9 +178,8 @@ export class PlantKnowledge {
     // see it only once the slowest, 4 s and 5 s, had settled: a derated battery was found 12 s into a kettle's step,
     // after the setpoint had wound up). A battery a little off the identified ones is within the margin.
     const view = this.view();
-    const atRest = this.modelsAtRest ?? view.models;
-    const both = view.models.filter((model) => atRest.includes(model));
-    const models = both.length > 0 ? both : atRest;
+    const both = view.models.filter((model) => view.atRest.includes(model));
+    const models = both.length > 0 ? both : view.atRest;
     const direction = Math.sign(setpoint);
     // 6000 was taken between the ask and the answer; the models show it as the meter will, up to its delay later.
     const [low, high] = modelInterval(view, askedAt, models);
@@ -205,9 +207,15 @@ export class PlantKnowledge {
    * be followed, so the shortfall no longer holds; a new value is a step of the history the models run on.
    */
   moved(value: number, startAt: number, now: number): void {
-    const before = this.history.at(-1)?.value ?? this.base;
     const short = this.delivered;
-    if (short && value * short.direction <= short.power * short.direction) this.delivered = undefined;
+    if (short && value * short.direction <= short.power * short.direction) {
+      this.delivered = undefined;
+      // The models ran from a setpoint the battery never reached: they start again from what it delivered.
+      this.history = [];
+      this.base = short.power;
+      this.identifier.interrupt();
+    }
+    const before = this.history.at(-1)?.value ?? this.base;
     // The same setpoint again (a repeat the device already has) changes nothing the models follow.
     if (this.history.length > 0 && value === before) return;
     const last = this.history.at(-1);

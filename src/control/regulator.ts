@@ -350,6 +350,8 @@ export class Regulator {
     this.knowsMeter.floor = want.floor;
     const intent = decideReading({
       ...this.snapshot(now),
+      grid,
+      battery: [low, high],
       want,
       pulse: this.sent.pulse,
       delivered: this.shortfall !== undefined,
