@@ -115,6 +115,25 @@ describe('group plant (src/control/group-plant.ts): several devices behind one m
     plant.close();
   });
 
+  it('a total split before the SOCs were read is split again once a read brings them, though no unit starts or stops', async () => {
+    // The charge mode sends one total and no other: split while the SOCs were unknown (both taken for the middle), the
+    // units charged alike and the emptier reached the SOC three points behind (charge-mode-soc.test.ts, a busy host).
+    const known = await group([90, 40]);
+    await known.read(false);
+    await send(known, -2000);
+    const bySoc = [held(sims[0]), held(sims[1])];
+    known.close();
+    for (const client of clients) client.close();
+    for (const sim of sims) await sim.stop();
+    const plant = await group([90, 40]);
+    await send(plant, -2000);
+    const blind = [held(sims[0]), held(sims[1])];
+    should(blind).not.eql(bySoc);
+    await plant.read(false);
+    await until(() => held(sims[0]) === bySoc[0] && held(sims[1]) === bySoc[1], 5000, `the split by SOC ${bySoc} (held ${blind})`);
+    plant.close();
+  });
+
   it('leaves out a unit that is switched off (unreachable) and gives its share to the other at once', async () => {
     const failures: string[] = [];
     const plant = await bothRunning([80, 80], 2200, { unitFailure: (id) => failures.push(id), health: { readings: 2 } });

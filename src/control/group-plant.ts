@@ -82,6 +82,8 @@ export class GroupPlant implements BatteryPlant {
   private totalSoc: number | undefined;
   /** The steady setpoint an overdrive's total heads to (the units staged by it), for a split again. */
   private totalSteady: number | undefined;
+  /** The units whose SOC the last split knew (the others it took for the middle). */
+  private socsSplit: boolean[] = [];
   /** The plant's own re-splits (again()) begun so far: a split whose every request failed may have been handed over. */
   private handOvers = 0;
   /** The total to hand over when a unit leaves (see whenUnitLeaves()). */
@@ -183,6 +185,7 @@ export class GroupPlant implements BatteryPlant {
     this.totalSoc = options.soc;
     this.totalSteady = options.steady;
     const now = this.now();
+    this.socsSplit = this.units.map((u) => u.soc !== undefined);
     const split = splitStaged(watts, options.steady, this.splitUnits(now), now, this.memory, this.options.split);
     this.memory = split.memory;
     let started = false;
@@ -270,14 +273,16 @@ export class GroupPlant implements BatteryPlant {
 
   /**
    * The SOCs moved on: where a split of the last total now runs other units (an idle unit passed the active one by the
-   * rotate margin, or one reached its SOC limit), it is sent again. Otherwise the balance waits for the regulator's
-   * next move, which a steady load may not bring for hours: the active unit went on past the others.
+   * rotate margin, or one reached its SOC limit), or the last split did not know a SOC a read has now brought, it is
+   * sent again. Otherwise the balance waits for the regulator's next move, which a steady load (or the charge mode's
+   * one total) may not bring for hours: the active unit went on past the others.
    */
   private rebalance(now: number): void {
     if (this.total === undefined || this.reversal.watching || this.resting) return;
+    const learned = this.units.some((u, i) => u.soc !== undefined && this.socsSplit[i] === false);
     const split = splitGroup(this.total, this.splitUnits(now), now, this.memory, this.options.split);
     const moved = this.units.some((u, i) => !u.isOut(now) && Math.sign(split.setpoints[i]!) !== Math.sign(u.setpointW));
-    if (moved) void this.again(false).catch(() => undefined);
+    if (moved || learned) void this.again(false).catch(() => undefined);
   }
 
   /** A unit went out of the split or came back (`was`: out before): the last total is split again, after a split under way. */
