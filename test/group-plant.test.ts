@@ -130,7 +130,11 @@ describe('group plant (src/control/group-plant.ts): several devices behind one m
     const blind = [held(sims[0]), held(sims[1])];
     should(blind).not.eql(bySoc);
     await plant.read(false);
-    await until(() => held(sims[0]) === bySoc[0] && held(sims[1]) === bySoc[1], 5000, `the split by SOC ${bySoc} (held ${blind})`);
+    await until(
+      () => held(sims[0]) === bySoc[0] && held(sims[1]) === bySoc[1],
+      5000,
+      `the split by SOC ${bySoc.join(', ')} (held ${blind.join(', ')})`,
+    );
     plant.close();
   });
 
