@@ -5,12 +5,12 @@
  *
  * The rules, each in one place: a move only where the whole interval of wanted setpoints lies beyond the dead band
  * (move()); inside it, a pulse where the readings showed the battery slower than at the start (boost()); a trim waits
- * for a second reading (confirmedTrim()); more of a large move's way waits for a read of 6000 (checksBattery()); one
- * move gets one pulse, and a ramp none (move()); a reading that shows a new load ends a pulse held at a limit
- * (decideReading()).
+ * for a second reading (confirmedTrim()); more of a large move's way than a stopped battery explains waits for a read
+ * of 6000 (batteryCheck()); one move gets one pulse, and a ramp none (move()); a reading that shows a new load ends a
+ * pulse held at a limit (decideReading()).
  */
 import { beyondBand, band, limit, wanted, type Snapshot, type Wanted } from './regulator-bounds';
-import { SHORT_W, continuesRamp, modelInterval, shortMarginW, showsMs, valueBefore } from './regulator-plant';
+import { SHORT_W, continuesRamp, modelInterval, shortMarginW, showsMs, valueBefore, type PlantView } from './regulator-plant';
 import { overdrive, pulseMinW, type Pulse } from './regulator-pulse';
 import type { Decision, DecisionAction, DecisionReason, OnTimeout } from './regulator-types';
 
@@ -28,7 +28,7 @@ export interface Memory {
   boosted: number;
   /** A trim the last reading asked for (see confirmedTrim). */
   trimAsked?: { wanted: number; reading: number };
-  /** The large move whose followers wait for a battery check: when it started, its value and way, until when (see checksBattery). */
+  /** The large move whose followers are checked: when it started, its value and way, until when (see batteryCheck). */
   checkWindow?: { move: number; value: number; way: number; until: number };
 }
 
@@ -160,8 +160,8 @@ function move(s: ReadingSnapshot, memory: Memory, current: number | undefined): 
  * How far `next` may go while the battery still answers a large move (a pulse's, or a step of CHECKED_STEP_W or more
  * that continues no ramp): more of the same way is what a battery that falls short looks like until a read of 6000
  * shows it, and moved on it winds up. So more of that way goes only as far as the load asks even if the battery stays
- * where it was last seen (the last read since the move, or the slowest plant consistent now or when the move started,
- * whichever is least far): a new load (a hob after a kettle) is followed at once, a cap is not wound up against.
+ * where it was last seen (the last read since the move, or where the move started if none came yet, or the slowest
+ * plant consistent now or when the move started, whichever is least far): a new load (a hob after a kettle) is followed at once, a cap is not wound up against.
  * Where that is less than SHORT_W, undefined: the move waits for a read, asked by the decision's reason ('battery
  * check'). The check ends when a read shows the battery short (then it is steered from what it delivers) or arrived,
  * or when the slowest plant the readings allowed at its first check would have shown the move. Not where this
@@ -197,8 +197,7 @@ function batteryCheck(
   if (Math.abs(next - checked.value) < SHORT_W) return next;
   const read = s.readback !== undefined && s.readback.at > checked.move ? s.readback.power : undefined;
   if (read !== undefined && Math.abs(read - checked.value) <= shortMarginW(checked.value)) return next;
-  // Where the battery may have stopped: the least far of the last read and every plant, in the move's way; with no read
-  // since the move, where it started.
+  // Where the battery may have stopped, in the move's way.
   const [restLow, restHigh] = modelInterval(s.plant, s.now, s.plant.atRest);
   const [low, high] = s.battery;
   const seen = read ?? startOfMove(s.plant, way, s.now);
@@ -212,7 +211,7 @@ function batteryCheck(
  * The setpoint the battery was moving from, in `way`, when the moves that have not shown yet (their delay and two lags,
  * under the slowest plant the readings allow) began: a pulse and its follow-ups are one move.
  */
-function startOfMove(plant: ReadingSnapshot['plant'], way: number, now: number): number {
+function startOfMove(plant: PlantView, way: number, now: number): number {
   const shows = showsMs(plant);
   let from = plant.history.at(-1)?.value ?? plant.base;
   for (let back = 0; back < plant.history.length && now < plant.history.at(-1 - back)!.ackAt + shows; back++)
