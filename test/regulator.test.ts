@@ -867,6 +867,16 @@ describe('zero feed-in regulator (src/control/regulator.ts) against a simulated 
     should(first.t).be.belowOrEqual(101000);
   });
 
+  it('two bad readings of opposite sign in a row move nothing: the second, no confirmation of the first, is held too', function () {
+    // The held-out bench's bad readings came so (+3.3 kW and -3.1 kW a reading apart); the second was taken for a step
+    // and sent the battery to its limit the other way.
+    const bad = (t: number) => (t === 40 ? 3500 : t === 41 ? -3500 : t === 70 ? -3300 : t === 71 ? 3100 : undefined);
+    const run = simulate({ deadTimeS: 1, lagS: 1.5, meterDelayS: 0, answerMs: 100, load: () => 300, durationS: 90, badReading: bad });
+    should(run.decisions.filter((d) => d.action === 'set' && d.t >= 40000)).be.empty();
+    for (const at of [40, 41, 70, 71])
+      should(run.decisions.find((d) => d.t === at * 1000)).containEql({ action: 'hold', reason: 'suspect' });
+  });
+
   it('a battery that delivers 600 W of a 1500 W setpoint is seen: no wind-up, output says so, the plant stays known', function () {
     const load = (t: number) => (t < 120 ? kettles(t) : t < 210 ? 1500 : t < 240 ? 300 : 1500);
     const run = simulate({

@@ -112,15 +112,15 @@ export class MeterReadings {
    * One bad reading moves nothing: a reading whose implied load (the interval the models allow) lies more than
    * SUSPECT_JUMP_W from the last one's is held back (`held`); the battery's own move, which the models follow, is no
    * jump. The next reading confirms it (it stays nearer the jump than the load before: both are taken, the step
-   * followed one reading late, and `confirmed` is the suspect one, for the identification) or drops it.
+   * followed one reading late, and `confirmed` is the suspect one, for the identification) or drops it; a reading that
+   * drops it is screened as any other (two bad readings of opposite sign in a row: the second was taken for a step).
    */
   screen(grid: number, now: number, load: [number, number]): { held: boolean; confirmed?: { grid: number; at: number } } {
     const suspect = this.suspect;
     this.suspect = undefined;
     let confirmed: { grid: number; at: number } | undefined;
-    if (suspect) {
-      if (apart(load, suspect.load) < apart(load, this.lastLoad!)) confirmed = { grid: suspect.grid, at: suspect.at };
-    } else if (this.lastLoad !== undefined && apart(load, this.lastLoad) > SUSPECT_JUMP_W) {
+    if (suspect && apart(load, suspect.load) < apart(load, this.lastLoad!)) confirmed = { grid: suspect.grid, at: suspect.at };
+    else if (this.lastLoad !== undefined && apart(load, this.lastLoad) > SUSPECT_JUMP_W) {
       this.suspect = { grid, at: now, load };
       return { held: true };
     }
