@@ -11,9 +11,9 @@
  * four). The device's own meter is wired by the device: rule 1 leaves it alone. (2) The slope s of the grid readings
  * on the battery's power over the readings since steering began, s = cov(grid, battery) / var(battery), once the
  * battery spanned EXCITATION_W: a right meter gives s ≈ -1, a wrong sign s ≈ +1, a kW meter given as W s ≈ -0.001.
- * Levels, not changes: the battery's power as the regulator takes it may be a second off the meter's timing. A wrong sign from s ≥ +0.5 where the loop also runs away (four setpoint moves one way, each making
- * the reading worse), too small only where every reading also lay within KW_READING_W. A right meter confirmed
- * (s ≤ -0.5) ends the check: a later load or a battery that falls short cannot raise a false alarm.
+ * Levels, not changes: the battery's power as the regulator takes it may be a second off the meter's timing. A wrong
+ * sign from s ≥ +0.5 where the loop also runs away (four setpoint moves one way, each making the reading worse), too
+ * small only where every reading also lay within KW_READING_W. A right meter confirmed (s ≤ -0.5) ends the check: a later load or a battery that falls short cannot raise a false alarm.
  * A kW meter never moves the regulator (0.35 is within any dead band), so nothing excites it: where the first readings
  * all lie within KW_READING_W and one is no whole number, the check asks once for a probe (PROBE_W more discharge,
  * which a right meter's next reading undoes as a load change).

@@ -161,8 +161,8 @@ function move(s: ReadingSnapshot, memory: Memory, current: number | undefined): 
  * that continues no ramp): more of the same way is what a battery that falls short looks like until a read of 6000
  * shows it, and moved on it winds up. So more of that way goes only as far as the load asks even if the battery stays
  * where it was last seen (the last read since the move, or where the move started if none came yet, or the slowest
- * plant consistent now or when the move started, whichever is least far): a new load (a hob after a kettle) is followed at once, a cap is not wound up against.
- * Where that is less than SHORT_W, undefined: the move waits for a read, asked by the decision's reason ('battery
+ * plant consistent now or when the move started, whichever is least far): a new load (a hob after a kettle) is
+ * followed at once, a cap is not wound up against. Where that is less than SHORT_W, undefined: the move waits for a read, asked by the decision's reason ('battery
  * check'). The check ends when a read shows the battery short (then it is steered from what it delivers) or arrived,
  * or when the slowest plant the readings allowed at its first check would have shown the move. Not where this
  * reading's battery power is known (read with it, or a group's estimate from its units' reads). Moves too small to
