@@ -31,7 +31,16 @@ function needsPermission(permission: string): Middleware {
 }
 
 const auth = { needsPermission };
-const nodes = [inEnglish(deviceNode, { auth }), inEnglish(infoNode), inEnglish(passwordNode)];
+/** A neighbour whose close takes a while (an MQTT node saying goodbye to its broker): a redeploy waits for it. */
+const SLOW_CLOSE_MS = 400;
+function slowCloseNode(RED: any): void {
+  RED.nodes.registerType('slow-close', function (this: any, config: object) {
+    RED.nodes.createNode(this, config);
+    this.on('close', (done: () => void) => setTimeout(done, SLOW_CLOSE_MS));
+  });
+}
+
+const nodes = [inEnglish(deviceNode, { auth }), inEnglish(infoNode), inEnglish(passwordNode), slowCloseNode];
 const IDENTITY = { serialNumber: 'SIMDEV0000000099', type: 'SIM-1600', firmware: 'V1.3.0A_R006.072_SIM_00000039' };
 
 function info(id: string, device = 'device1', out = `${id}-out`) {
@@ -724,7 +733,10 @@ describe('localbattery-device config node', function () {
     }
 
     /** One request held by the device (started beforehand; `fault` decides its end), two more waiting in the queue. */
-    async function busyFlow(fault: 'timeout' | 'slow' = 'timeout'): Promise<{
+    async function busyFlow(
+      fault: 'timeout' | 'slow' = 'timeout',
+      neighbours: object[] = [],
+    ): Promise<{
       client: DeviceClient;
       record: { calls: string[] };
       flow: any[];
@@ -732,7 +744,7 @@ describe('localbattery-device config node', function () {
     }> {
       simulator.setFault(fault, 1);
       const device = deviceConfig(simulator, 'device1', { timeout: 10000 });
-      const flow = [device.node, ...info('info1'), ...info('info2'), ...catcher];
+      const flow = [device.node, ...info('info1'), ...info('info2'), ...catcher, ...neighbours];
       await helper.load(nodes, flow, device.credentials);
       const client: DeviceClient = helper.getNode('device1').client;
       helper.getNode('info1').receive({});
@@ -749,7 +761,7 @@ describe('localbattery-device config node', function () {
       should(timers()).be.above(baseline); // the time-out of the held request, the queue's wake-up
       await helper.unload();
       // With no client left the held request is cut after a short grace (a redeploy's new client would keep it).
-      await until(() => timers() <= baseline, 2000, 'the held request cut, no timer left');
+      await until(() => timers() <= baseline, 4000, 'the held request cut, no timer left');
       should(client.queueSize).equal(0);
       should(record.calls).eql([]);
       should(rejections).eql([]);
@@ -779,10 +791,11 @@ describe('localbattery-device config node', function () {
     });
 
     // The old and the new client share the device's line: the request in flight is not cut (the device would still
-    // be busy with it), so the new one arrives after its answer, and the interval holds.
+    // be busy with it), so the new one arrives after its answer, and the interval holds. A neighbour slow to close
+    // keeps the line without a client for a while, as a busy host does.
     it('a full redeploy lets the request in flight finish: the next arrives after its answer, the 1 s interval kept', async function () {
       simulator = await startSimulator({ slowDelayMs: 1500 });
-      const { flow, credentials } = await busyFlow('slow');
+      const { flow, credentials } = await busyFlow('slow', [{ id: 'neighbour', type: 'slow-close' }]);
       await helper.setFlows(flow, 'full', credentials);
       const output = nextInput(helper.getNode('info1-out'));
       helper.getNode('info1').receive({});

@@ -34,9 +34,10 @@ const TOO_EARLY_STEP_MS = 25;
 const KNOWN_AFTER_LAST_CLIENT_MS = 10000;
 /**
  * A request under way whose callers all left is cut this much later when no client is left: a redeploy attaches the
- * new clients at once, and cutting it would only let the next request reach a device still busy with it.
+ * new clients once every old node has closed (a neighbour saying goodbye to its broker, a busy Pi take their time),
+ * and cutting it before would only let the next request reach a device still busy with it.
  */
-const ABORT_GRACE_MS = 100;
+const ABORT_GRACE_MS = 2000;
 /** How long an idle queue waits for more work to merge before it sends. */
 const MERGE_WINDOW_MS = 5;
 /** Connect times kept to estimate the spread of one-way delays. */
