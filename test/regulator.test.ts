@@ -754,14 +754,14 @@ describe('zero feed-in regulator (src/control/regulator.ts) against a simulated 
     should(regulator.meter(-15, 2000)).containEql({ action: 'hold', reason: 'dead band' });
   });
 
-  it('a new target (setTarget) steers from the next reading, and leaves the settings it was given alone', function () {
+  it('a new target (adjust) steers from the next reading, and leaves the settings it was given alone', function () {
     const given = { ...SETTINGS };
     const regulator = new Regulator(given, 0);
     should(regulator.meter(500, 0, 0)).containEql({ action: 'set', setpoint: 500 });
     regulator.acknowledge(500, 100);
     // The battery gives the 500 W: the grid shows 0 W, the target.
     should(regulator.meter(0, 1000, 500)).containEql({ action: 'hold', reason: 'dead band' });
-    regulator.setTarget(300);
+    regulator.adjust({ target: 300 });
     should(regulator.settings.target).equal(300);
     should(given.target).equal(0);
     // Load 500 W, 300 W of it from the grid: the battery gives 200 W.

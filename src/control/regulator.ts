@@ -125,17 +125,9 @@ export class Regulator {
     this.knowsPlant.estimate = new EstimateAlignment(power, members, this.settings);
   }
 
-  /** The settings in force: those given, with a target changed by setTarget(). */
+  /** The settings in force: those given, as adjust() changed them. */
   get settings(): RegulatorSettings {
     return this.current;
-  }
-
-  /**
-   * A new grid power to hold (W, positive: import; checked by the caller): the next reading steers to it. The settings
-   * given to the constructor stay as they were.
-   */
-  setTarget(target: number): void {
-    this.current = { ...this.current, target };
   }
 
   get enabled(): boolean {
@@ -197,21 +189,14 @@ export class Regulator {
     return deadBandInForce(this.settings.deadBand, this.knowsPlant.identifier.noiseW);
   }
 
-  // The bounds below change the settings in force, not those given to the constructor; the state stays the acknowledged
-  // setpoint within them, so nothing winds up.
-  /** The discharge bound (W) a battery mode sets (src/control/modes.ts; hold: 0). */
-  setMaxDischarge(maxDischarge: number): void {
-    this.current = { ...this.current, maxDischarge };
-  }
-
-  /** The charge bound (W) where the device's own limit is under Charge at most. */
-  setMaxCharge(maxCharge: number): void {
-    this.current = { ...this.current, maxCharge };
-  }
-
-  /** The discharge floor (%) where the device's own backup SOC raises it. */
-  setDischargeSoc(dischargeSoc: number): void {
-    this.current = { ...this.current, dischargeSoc };
+  /**
+   * Changes the settings in force, not those given to the constructor (checked by the caller), from the next reading on:
+   * a new grid power to hold (W, positive: import); the discharge bound (W) a battery mode sets (src/control/modes.ts;
+   * hold: 0); the charge bound (W) where the device's own limit is under Charge at most; the discharge floor (%) where
+   * the device's own backup SOC raises it. The state stays the acknowledged setpoint within them: nothing winds up.
+   */
+  adjust(change: Partial<Pick<RegulatorSettings, 'target' | 'maxDischarge' | 'maxCharge' | 'dischargeSoc'>>): void {
+    this.current = { ...this.current, ...change };
   }
 
   /**

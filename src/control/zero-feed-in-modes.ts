@@ -61,7 +61,7 @@ export class ModeRoom {
 
   constructor(private readonly parts: ModeParts) {
     this.modeNow = parts.config.mode;
-    parts.regulator.setMaxDischarge(dischargeBound(parts.config.mode, this.powerNow.discharge));
+    parts.regulator.adjust({ maxDischarge: dischargeBound(parts.config.mode, this.powerNow.discharge) });
   }
 
   get mode(): BatteryMode {
@@ -110,7 +110,7 @@ export class ModeRoom {
     const { regulator, exits } = this.parts;
     const was = this.modeNow;
     this.modeNow = mode;
-    regulator.setMaxDischarge(dischargeBound(mode, this.powerNow.discharge));
+    regulator.adjust({ maxDischarge: dischargeBound(mode, this.powerNow.discharge) });
     const on = regulator.enabled && !exits.closed;
     // Into charge: grid charging on at once (after the setpoint). Out of it: back after the new mode's first decision,
     // so that its setpoint takes the device's next slot.
@@ -235,7 +235,7 @@ export class ModeRoom {
   followFloor(floor: number | undefined): void {
     const { regulator, config, voice } = this.parts;
     if (floor === undefined || floor === regulator.settings.dischargeSoc) return;
-    regulator.setDischargeSoc(floor);
+    regulator.adjust({ dischargeSoc: floor });
     const dischargeSoc = config.regulator.dischargeSoc;
     if (floor > dischargeSoc) voice.warnOnce('backupFloor', { floor, dischargeSoc });
   }
@@ -247,8 +247,7 @@ export class ModeRoom {
   followLimits(): void {
     const { regulator, config, plant, voice } = this.parts;
     const { charge, discharge } = this.powerNow;
-    regulator.setMaxCharge(charge);
-    regulator.setMaxDischarge(dischargeBound(this.modeNow, discharge));
+    regulator.adjust({ maxCharge: charge, maxDischarge: dischargeBound(this.modeNow, discharge) });
     const { maxCharge, maxDischarge } = config.regulator;
     if (charge === maxCharge && discharge === maxDischarge) return;
     const { chargeLimit, dischargeLimit } = plant.limits;

@@ -149,7 +149,7 @@ export class ZeroFeedInController {
 
   /** A new grid power to hold (checked by the caller), from the next reading on. */
   setTarget(target: number): void {
-    this.regulator.setTarget(target);
+    this.regulator.adjust({ target });
   }
 
   /** Turns the loop on or off; off, the battery is left as On stop says (with keep: the needed setpoint). */
