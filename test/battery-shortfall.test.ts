@@ -6,6 +6,7 @@
  * battery still answers a pulse.
  */
 import should from 'should';
+import { generateCase } from '../src/simulator/house-generator';
 import { groupLongRun } from './group-long-run';
 
 const ANSWERS_MS = [100, 250, 400, 600, 800];
@@ -88,5 +89,34 @@ describe('a battery that falls short (simulated time)', function () {
       const followed = sets.find((set) => set.t > 17.5 && set.setpoint >= 1500);
       should(followed?.t ?? Infinity).be.belowOrEqual(22, `seed ${seed}: ${JSON.stringify(sets)}`);
     }
+  });
+
+  // Tuning seed 34 of the derated condition: the heat pumps stop while the battery is derated to 760 W, the surplus
+  // grows to 1660 W and the setpoint followed it to -2368 W; when the derating ended the battery went there, 600 W from
+  // the grid (1.47 Wh in 45 s).
+  it('charging while derated, it holds no setpoint beyond the surplus: nothing from the grid when the cap lifts, whatever the timing', async () => {
+    const { house, plant } = generateCase('derated', 34, 45, 2400);
+    const charged: string[] = [];
+    for (const answerMs of ANSWERS_MS)
+      for (const startS of METER_STARTS_S) {
+        const record = await groupLongRun({
+          units: [{ key: 'a', model: '2000', initialSoc: 50, deadTimeS: plant.deadTimeS, lagS: plant.lagS, derating: plant.derating }],
+          house: house.scenario,
+          seconds: 45,
+          sampleS: 0.1,
+          efficiency: 1,
+          alone: true,
+          answerMs,
+          meterFeed: { ...plant.feed, startS },
+          settings: { meterInterval: '1', meterTimeout: '10' },
+        });
+        // Energy into the battery from the grid once the derating ended.
+        const lifted = plant.derating![0]!.atS + plant.derating![0]!.durationS;
+        const fromGridWh = record.samples
+          .filter((sample) => sample.t >= lifted)
+          .reduce((sum, sample) => sum + (Math.max(0, Math.min(-sample.units[0]!.b, sample.grid)) * 0.1) / 3600, 0);
+        if (fromGridWh > 0.05) charged.push(`answers ${answerMs} ms, meter from ${startS} s: ${fromGridWh.toFixed(2)} Wh`);
+      }
+    should(charged).be.empty();
   });
 });

@@ -6,8 +6,9 @@
  * The rules, each in one place: a move only where the whole interval of wanted setpoints lies beyond the dead band
  * (move()); inside it, a pulse where the readings showed the battery slower than at the start (boost()); a trim waits
  * for a second reading (confirmedTrim()); more of a large move's way than a stopped battery explains waits for a read
- * of 6000 (batteryCheck()); one move gets one pulse, and a ramp none (move()); a reading that shows a new load ends a
- * pulse held at a limit (decideReading()).
+ * of 6000 (batteryCheck()); a battery short of a charge holds no setpoint beyond the house's export (shortfallNeed());
+ * one move gets one pulse, and a ramp none (move()); a reading that shows a new load ends a pulse held at a limit
+ * (decideReading()).
  */
 import { beyondBand, band, limit, wanted, type Snapshot, type Wanted } from './regulator-bounds';
 import { SHORT_W, continuesRamp, modelInterval, shortMarginW, showsMs, valueBefore, type PlantView } from './regulator-plant';
@@ -40,8 +41,8 @@ export interface ReadingSnapshot extends Snapshot {
   want: Wanted;
   /** The pulse in force. */
   pulse: Readonly<Pulse> | undefined;
-  /** The battery falls short of every model (steered from what it delivers). */
-  delivered: boolean;
+  /** What the battery delivers where it falls short of every model (W, signed like 6000; steered from there). */
+  shortfall: number | undefined;
   readback: { power: number; at: number } | undefined;
   /** A plant's own estimate counts (a group). */
   estimate: boolean;
@@ -127,8 +128,13 @@ export function decideReading(s: ReadingSnapshot): Intent {
 function move(s: ReadingSnapshot, memory: Memory, current: number | undefined): Outcome {
   const { want, now } = s;
   let reason: DecisionReason = current === undefined ? 'start' : want.floored ? 'grid charge' : 'load';
+  const need = shortfallNeed(s);
+  if (need && current !== undefined && (current - need.value) * need.way > s.deadBand)
+    return { action: 'set', reason: need.reason, setpoint: need.value, steady: true, ownMove: true };
   if (current !== undefined && !beyondBand(s, want, current)) return boost(s, memory, current);
-  const wanted = current === undefined ? (want.low + want.high) / 2 : want.low > current ? want.low : want.high;
+  const edge = current === undefined ? (want.low + want.high) / 2 : want.low > current ? want.low : want.high;
+  // Short, no further than that need: what the battery cannot deliver now it would deliver once the cap lifts.
+  const wanted = need && (edge - need.value) * need.way > 0 ? need.value : edge;
 
   const limited = limit(confirmedTrim(s, memory, wanted, current, reason) ?? wanted, s.settings, s.soc);
   if (limited.reason) reason = limited.reason;
@@ -146,7 +152,8 @@ function move(s: ReadingSnapshot, memory: Memory, current: number | undefined): 
     (way === memory.boosted || Math.abs(next - current!) < pulseMinW(s.deadBand)) &&
     now < lastAck + showsMs(s.plant);
   // A stop at a SOC limit needs no haste; a ramp is followed step by step.
-  const plain = current === undefined || reason === 'soc' || s.delivered || answering || continuesRamp(s.plant, next - current, now);
+  const plain =
+    current === undefined || reason === 'soc' || s.shortfall !== undefined || answering || continuesRamp(s.plant, next - current, now);
   const reachable = current === undefined ? next : batteryCheck(s, memory, next, current, way, answering && way === memory.boosted);
   if (reachable === undefined) return hold('battery check', true);
   const pulse = plain || reachable !== next ? undefined : overdrive(s, next, want.floor);
@@ -154,6 +161,22 @@ function move(s: ReadingSnapshot, memory: Memory, current: number | undefined): 
   if (pulse !== undefined)
     return { action: 'set', reason: 'overdrive', setpoint: pulse.value, steady: false, startsPulse: pulse.pulse, ownMove: true };
   return { action: 'set', reason, setpoint: reachable, steady: true, ownMove: true };
+}
+
+/**
+ * A battery that falls short while it charges must not hold a setpoint beyond what the house exports with the battery
+ * at what it delivers: once the cap lifts it would go there and charge from the grid (a derated battery held at
+ * -2368 W where the house exported 1660 W drew 600 W from the grid when the derating ended). That need, within the
+ * limits, and the shortfall's way (-1); undefined while the battery follows, discharges or may charge from the grid.
+ * Short of a discharge the setpoint stays: brought back there it cost reversals on slow batteries and late meters.
+ */
+function shortfallNeed(s: ReadingSnapshot): { value: number; way: number; reason: DecisionReason } | undefined {
+  if (s.shortfall === undefined || s.acknowledged === undefined || s.settings.gridCharge) return undefined;
+  const way = Math.sign(s.acknowledged - s.shortfall);
+  if (way >= 0) return undefined;
+  const asked = wanted(s.grid, s.shortfall, s.shortfall, false, s.settings);
+  const need = limit(asked.low, s.settings, s.soc);
+  return { value: need.value, way, reason: need.reason ?? (asked.floored ? 'grid charge' : 'load') };
 }
 
 /**
@@ -178,7 +201,7 @@ function batteryCheck(
   afterPulse: boolean,
 ): number | undefined {
   const last = s.plant.history.at(-1);
-  if (!last || s.delivered || s.settings.heldMeter || s.estimate || s.want.read) return next;
+  if (!last || s.shortfall !== undefined || s.settings.heldMeter || s.estimate || s.want.read) return next;
   const window = memory.checkWindow;
   const open = window !== undefined && window.way === way && s.now < window.until;
   if (!open) {
@@ -228,7 +251,8 @@ function startOfMove(plant: PlantView, way: number, now: number): number {
 function confirmedTrim(s: ReadingSnapshot, memory: Memory, wanted: number, current: number | undefined, reason: DecisionReason) {
   const asked = memory.trimAsked;
   memory.trimAsked = undefined;
-  if (current === undefined || reason !== 'load' || s.delivered || Math.abs(wanted - current) >= TRIM_BANDS * s.deadBand) return undefined;
+  if (current === undefined || reason !== 'load' || s.shortfall !== undefined || Math.abs(wanted - current) >= TRIM_BANDS * s.deadBand)
+    return undefined;
   // A trim that continues a ramp is its tail, no noise: the setpoint is still behind the load.
   if (continuesRamp(s.plant, wanted - current, s.now)) return undefined;
   if (asked && asked.reading === s.readings - 1 && Math.sign(asked.wanted - current) === Math.sign(wanted - current))
@@ -241,7 +265,7 @@ function confirmedTrim(s: ReadingSnapshot, memory: Memory, wanted: number, curre
 function boost(s: ReadingSnapshot, memory: Memory, current: number): Outcome {
   const last = s.plant.history.at(-1);
   const ramp = last !== undefined && continuesRamp(s.plant, current - valueBefore(s.plant, 1), last.startAt, 1);
-  const pulse = memory.boosted !== 0 || ramp || s.delivered ? undefined : overdrive(s, current, s.want.floor);
+  const pulse = memory.boosted !== 0 || ramp || s.shortfall !== undefined ? undefined : overdrive(s, current, s.want.floor);
   if (pulse !== undefined) {
     memory.boosted = Math.sign(pulse.value - current);
     return { action: 'set', reason: 'overdrive', setpoint: pulse.value, steady: false, startsPulse: pulse.pulse, ownMove: true };

@@ -45,7 +45,8 @@
  * that setpoint where a pulse may be in force. One reading whose implied load jumped by more than 2.5 kW is held back
  * until the next confirms it. A read-back of 6000 short of every consistent model (during a transient too) shows a
  * battery that does not follow: the load is then taken between what it delivers and what the models expect (no
- * wind-up), and the identification skips it.
+ * wind-up), and the identification skips it; charging, its setpoint goes no further than the house exports with the
+ * battery at what it delivers (no charge from the grid when the cap lifts).
  *
  * Further rules: one setpoint in flight at a time (the next only after the device acknowledged the previous one,
  * which the shared queue paces); the state is the acknowledged setpoint after every limit, so nothing winds up at a
@@ -339,7 +340,7 @@ export class Regulator {
       battery: [low, high],
       want,
       pulse: this.sent.pulse,
-      delivered: this.shortfall !== undefined,
+      shortfall: this.shortfall,
       readback: this.knowsPlant.readback,
       estimate: this.knowsPlant.estimate !== undefined,
       readings: this.knowsMeter.readings,
