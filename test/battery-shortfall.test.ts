@@ -111,10 +111,10 @@ describe('a battery that falls short (simulated time)', function () {
           settings: { meterInterval: '1', meterTimeout: '10' },
         });
         // Energy into the battery from the grid once the derating ended.
-        const lifted = plant.derating![0]!.atS + plant.derating![0]!.durationS;
+        const lifted = plant.derating![0].atS + plant.derating![0].durationS;
         const fromGridWh = record.samples
           .filter((sample) => sample.t >= lifted)
-          .reduce((sum, sample) => sum + (Math.max(0, Math.min(-sample.units[0]!.b, sample.grid)) * 0.1) / 3600, 0);
+          .reduce((sum, sample) => sum + (Math.max(0, Math.min(-sample.units[0].b, sample.grid)) * 0.1) / 3600, 0);
         if (fromGridWh > 0.05) charged.push(`answers ${answerMs} ms, meter from ${startS} s: ${fromGridWh.toFixed(2)} Wh`);
       }
     should(charged).be.empty();
