@@ -129,12 +129,12 @@ function move(s: ReadingSnapshot, memory: Memory, current: number | undefined): 
   const { want, now } = s;
   let reason: DecisionReason = current === undefined ? 'start' : want.floored ? 'grid charge' : 'load';
   const need = shortfallNeed(s);
-  if (need && current !== undefined && (current - need.value) * need.way > s.deadBand)
+  if (need && current !== undefined && current < need.value - s.deadBand)
     return { action: 'set', reason: need.reason, setpoint: need.value, steady: true, ownMove: true };
   if (current !== undefined && !beyondBand(s, want, current)) return boost(s, memory, current);
   const edge = current === undefined ? (want.low + want.high) / 2 : want.low > current ? want.low : want.high;
   // Short, no further than that need: what the battery cannot deliver now it would deliver once the cap lifts.
-  const wanted = need && (edge - need.value) * need.way > 0 ? need.value : edge;
+  const wanted = need ? Math.max(edge, need.value) : edge;
 
   const limited = limit(confirmedTrim(s, memory, wanted, current, reason) ?? wanted, s.settings, s.soc);
   if (limited.reason) reason = limited.reason;
@@ -166,17 +166,16 @@ function move(s: ReadingSnapshot, memory: Memory, current: number | undefined): 
 /**
  * A battery that falls short while it charges must not hold a setpoint beyond what the house exports with the battery
  * at what it delivers: once the cap lifts it would go there and charge from the grid (a derated battery held at
- * -2368 W where the house exported 1660 W drew 600 W from the grid when the derating ended). That need, within the
- * limits, and the shortfall's way (-1); undefined while the battery follows, discharges or may charge from the grid.
+ * -2368 W where the house exported 1660 W drew 600 W from the grid when the derating ended): that need, within the
+ * limits; undefined while the battery follows, falls short of a discharge, or may charge from the grid.
  * Short of a discharge the setpoint stays: brought back there it cost reversals on slow batteries and late meters.
  */
-function shortfallNeed(s: ReadingSnapshot): { value: number; way: number; reason: DecisionReason } | undefined {
-  if (s.shortfall === undefined || s.acknowledged === undefined || s.settings.gridCharge) return undefined;
-  const way = Math.sign(s.acknowledged - s.shortfall);
-  if (way >= 0) return undefined;
+function shortfallNeed(s: ReadingSnapshot): { value: number; reason: DecisionReason } | undefined {
+  // Short of a charge: the setpoint lies below what the battery delivers.
+  if (s.shortfall === undefined || s.acknowledged === undefined || s.settings.gridCharge || s.acknowledged >= s.shortfall) return undefined;
   const asked = wanted(s.grid, s.shortfall, s.shortfall, false, s.settings);
   const need = limit(asked.low, s.settings, s.soc);
-  return { value: need.value, way, reason: need.reason ?? (asked.floored ? 'grid charge' : 'load') };
+  return { value: need.value, reason: need.reason ?? (asked.floored ? 'grid charge' : 'load') };
 }
 
 /**
