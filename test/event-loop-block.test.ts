@@ -281,17 +281,25 @@ describe('no input freezes the runtime (issue 34)', function () {
       await simulator.stop();
     });
 
-    /** Sends `msg` to node `id` and waits for the error it catches; gives the block and the error's message. */
+    /**
+     * Sends `msg` to node `id` and waits for the error it catches; gives the block and the error's message. The least of
+     * three tries: a pause of the machine's (a collection, another job on the two cores) is no block of the node's,
+     * and a rule that is slow fails every try (the Catch node's copy of a 1 MiB list once took 113 ms on CI).
+     */
     async function refused(id: string, msg: Record<string, unknown>): Promise<{ blockMs: number; message: string }> {
       const caught = helper.getNode('caught');
-      const { blockMs, result } = await blockOf(
-        () =>
-          new Promise<string>((resolve) => {
-            caught.once('input', (m: { error: { message: string } }) => resolve(m.error.message));
-            helper.getNode(id).receive(msg);
-          }),
-      );
-      return { blockMs, message: result };
+      let least: { blockMs: number; message: string } | undefined;
+      for (let attempt = 0; attempt < 3 && !(least && least.blockMs < MAX_BLOCK_MS); attempt++) {
+        const { blockMs, result } = await blockOf(
+          () =>
+            new Promise<string>((resolve) => {
+              caught.once('input', (m: { error: { message: string } }) => resolve(m.error.message));
+              helper.getNode(id).receive(msg);
+            }),
+        );
+        if (!least || blockMs < least.blockMs) least = { blockMs, message: result };
+      }
+      return least!;
     }
 
     /** Sends `msg` to node `id`: refused within MAX_BLOCK_MS, with an error that matches `field`. */
