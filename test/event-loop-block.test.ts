@@ -284,7 +284,7 @@ describe('no input freezes the runtime (issue 34)', function () {
     /**
      * Sends `msg` to node `id` and waits for the error it catches; gives the block and the error's message. The least of
      * three tries: a pause of the machine's (a collection, another job on the two cores) is no block of the node's,
-     * and a rule that is slow fails every try (the Catch node's copy of a 1 MiB list once took 113 ms on CI).
+     * and a rule that is slow fails every try (a 1 MiB list's refusal once measured 113 ms on CI).
      */
     async function refused(id: string, msg: Record<string, unknown>): Promise<{ blockMs: number; message: string }> {
       const caught = helper.getNode('caught');
