@@ -10,7 +10,8 @@
 // family holds that one plant), so what remains is the law's; --where splits the grid error over the oracle's by what
 // the house's net load did: within 8 s after a step (over 150 W in 0.2 s), on a ramp (over 100 W in 2 s), steady.
 //
-// Options: --houses <n> (default 8)  --seconds <n> (default 30)  --only <conditions,...>  --each  --known-plant  --where
+// Options: --houses <n> (default 8)  --seconds <n> (default 30)  --only <conditions,...>  --each  --known-plant
+// --where
 const path = require('node:path');
 
 const DIST = path.join(__dirname, '..', 'dist');
@@ -42,7 +43,7 @@ function options(argv) {
   return chosen;
 }
 
-/** With --known-plant: the family the regulator builds holds only the case's true plant (from request and from answer). */
+/** With --known-plant: the family the regulator builds holds only the case's true plant (from request and answer). */
 function knowPlant(variant) {
   const delayMs = Math.round((variant.deadTimeS + (variant.feed.lateS ?? 0)) * 1000);
   const models = ['startAt', 'ackAt'].map((from) => ({ delayMs, lagMs: variant.lagS * 1000, from }));

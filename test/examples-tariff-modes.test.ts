@@ -74,10 +74,11 @@ describe('Tariff modes example', function () {
     simulator.setData(pointByName('gridChargingSetting')!.address, [0]);
     const schedules = flow.find((n) => n.type === 'function')!;
     const zero = flow.find((n) => n.type === 'localbattery-zero-feed-in')!;
-    // Within two requests of the mode reaching zero feed-in (the debug node beside it gets the same message): its first
-    // request reads (or already writes), its second writes. Counted from that message, not from the slot's time: the schedule's timer may fire after
-    // a read already left, which then counts though it answers the old mode (three requests from the slot's time in
-    // one CI run under c8). Counted in requests, not ms: a busy host stretches each request's slot.
+    // Within two requests of the mode reaching zero feed-in (the debug node beside it gets the same message): its
+    // first request reads (or already writes), its second writes. Counted from that message, not from the slot's time:
+    // the schedule's timer may fire after a read already left, which then counts though it answers the old mode (three
+    // requests from the slot's time in one CI run under c8). Counted in requests, not ms: a busy host stretches each
+    // request's slot.
     const start = Date.now();
     const switched: { mode: string; at: number; requests: number }[] = [];
     helper
