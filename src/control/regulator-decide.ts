@@ -10,6 +10,7 @@
  * one move gets one pulse, and a ramp none (move()); a reading that shows a new load ends a pulse held at a limit
  * (decideReading()).
  */
+import { response } from './plant-family';
 import { beyondBand, band, limit, wanted, type Snapshot, type Wanted } from './regulator-bounds';
 import { SHORT_W, continuesRamp, modelInterval, shortMarginW, showsMs, valueBefore, type PlantView } from './regulator-plant';
 import { overdrive, pulseMinW, type Pulse } from './regulator-pulse';
@@ -27,6 +28,8 @@ export interface Memory {
    * battery slower); 0 when it had none. One is enough.
    */
   boosted: number;
+  lastWay?: number;
+  lastReadingAt?: number;
   /** A trim the last reading asked for (see confirmedTrim). */
   trimAsked?: { wanted: number; reading: number };
   /** The large move whose followers are checked: when it started, its value and way, until when (see batteryCheck). */
@@ -126,13 +129,16 @@ export function decideReading(s: ReadingSnapshot): Intent {
 
 /** The decision on a reading with no pulse under way: a move (plain or with a pulse) when the load asks for it. */
 function move(s: ReadingSnapshot, memory: Memory, current: number | undefined): Outcome {
+  if (process.env.LAW2 && current !== undefined && s.shortfall === undefined) return deadbeat(s, current, memory);
   const { want, now } = s;
   let reason: DecisionReason = current === undefined ? 'start' : want.floored ? 'grid charge' : 'load';
   const need = shortfallNeed(s);
   if (need && current !== undefined && current < need.value - s.deadBand)
     return { action: 'set', reason: need.reason, setpoint: need.value, steady: true, ownMove: true };
-  if (current !== undefined && !beyondBand(s, want, current)) return boost(s, memory, current);
-  const edge = current === undefined ? (want.low + want.high) / 2 : want.low > current ? want.low : want.high;
+  const db = process.env.DB3 && current !== undefined ? deadbeatInterval(s) : undefined;
+  if (current !== undefined && !beyondBand(s, db ?? want, current)) return boost(s, memory, current);
+  const range = db ?? want;
+  const edge = current === undefined ? (want.low + want.high) / 2 : range.low > current ? range.low : range.high;
   // Short, no further than that need: what the battery cannot deliver now it would deliver once the cap lifts.
   const wanted = need ? Math.max(edge, need.value) : edge;
 
@@ -141,6 +147,9 @@ function move(s: ReadingSnapshot, memory: Memory, current: number | undefined): 
   const next = limited.value;
   const [below, above] = current === undefined ? [0, 0] : band(s, current, want.high - want.low);
   if (current !== undefined && next >= below && next <= above) return hold(reason);
+  const revHold = Number(process.env.REV_HOLD ?? 0);
+  if (db && memory.lastWay !== undefined && Math.sign(next - current!) !== memory.lastWay && Math.abs(next - current!) < revHold) return hold('dead band');
+  if (current !== undefined) memory.lastWay = Math.sign(next - current);
   if (memory.trimAsked?.reading === s.readings) return hold('dead band');
   // One move, one pulse: while the battery still answers a move that had its pulse, a trim or more of the same way gets
   // none. A trim would get a pulse sized for all the way a slow battery still has to go (an overshoot); more of the
@@ -153,6 +162,7 @@ function move(s: ReadingSnapshot, memory: Memory, current: number | undefined): 
     now < lastAck + showsMs(s.plant);
   // A stop at a SOC limit needs no haste; a ramp is followed step by step.
   const plain =
+    db !== undefined ||
     current === undefined || reason === 'soc' || s.shortfall !== undefined || answering || continuesRamp(s.plant, next - current, now);
   const reachable = current === undefined ? next : batteryCheck(s, memory, next, current, way, answering && way === memory.boosted);
   if (reachable === undefined) return hold('battery check', true);
@@ -270,4 +280,49 @@ function boost(s: ReadingSnapshot, memory: Memory, current: number): Outcome {
     return { action: 'set', reason: 'overdrive', setpoint: pulse.value, steady: false, startsPulse: pulse.pulse, ownMove: true };
   }
   return hold(s.want.high - s.want.low > 2 * s.deadBand ? 'settling' : 'dead band');
+}
+
+/** Each consistent model's deadbeat setpoint (lands on its need one slot later), within the floor: [least, most]. */
+function deadbeatInterval(s: ReadingSnapshot): { low: number; high: number } {
+  const { history, base, models } = s.plant;
+  let low = Infinity;
+  let high = -Infinity;
+  for (const model of models) {
+    const load = s.grid + response(model, history, base, s.now);
+    const need = s.settings.gridCharge ? load - s.settings.target : Math.max(load - s.settings.target, Math.min(0, load));
+    const ahead = response(model, history, base, s.now + model.delayMs);
+    const a = Math.exp(-s.slotMs / model.lagMs);
+    const raw = (need - ahead * a) / (1 - a);
+    const bound = Number(process.env.BOUND ?? Infinity) * Math.abs(need - ahead);
+    const value = Math.max(Math.min(need + bound, Math.max(need - bound, raw)), s.want.floor);
+    low = Math.min(low, value);
+    high = Math.max(high, value);
+  }
+  return { low, high };
+}
+
+/** Experiment LAW2: the oracle's law on the family alone; each reading re-plans (no follow-ups). */
+function deadbeat(s: ReadingSnapshot, current: number, memory: Memory): Outcome {
+  const { history, base, models } = s.plant;
+  let low = Infinity;
+  let high = -Infinity;
+  for (const model of models) {
+    const load = s.grid + response(model, history, base, s.now);
+    const need = s.settings.gridCharge ? load - s.settings.target : Math.max(load - s.settings.target, Math.min(0, load));
+    const ahead = response(model, history, base, s.now + model.delayMs);
+    const gap = process.env.GAP && memory.lastReadingAt !== undefined ? Math.max(s.slotMs, s.now - memory.lastReadingAt) : s.slotMs;
+    const a = Math.exp(-gap / model.lagMs);
+    const value = (need - ahead * a) / (1 - a);
+    low = Math.min(low, value);
+    high = Math.max(high, value);
+  }
+  memory.lastReadingAt = s.now;
+  const wantedValue = low > current ? low : high < current ? high : current;
+  const next = limit(wantedValue, s.settings, s.soc).value;
+  if (Math.abs(next - current) <= s.deadBand) return hold('dead band');
+  const way = Math.sign(next - current);
+  const revHold = Number(process.env.REV_HOLD ?? 0);
+  if (memory.lastWay !== undefined && way !== memory.lastWay && Math.abs(next - current) < revHold) return hold('dead band');
+  memory.lastWay = way;
+  return { action: 'set', reason: 'load', setpoint: next, steady: true, ownMove: true };
 }
