@@ -152,7 +152,9 @@ export class PlantIdentifier {
     const implied = new Float64Array(this.models.length);
     for (let i = 0; i < this.models.length; i++) {
       implied[i] = grid + response(this.models[i]!, history, base, at);
-      this.cost[i] = this.cost[i]! * FORGET + (process.env.BEND ? this.bend(implied[i]!, i, at) : this.implied ? Math.abs(implied[i]! - this.implied[i]!) : 0);
+      this.cost[i] =
+        this.cost[i]! * FORGET +
+        (process.env.BEND ? this.bend(implied[i]!, i, at) : this.implied ? Math.abs(implied[i]! - this.implied[i]!) : 0);
     }
     if (this.implied && this.before) {
       // A change of the change: a ramp (a cloud over the PV) changes the load steadily, that is no noise.

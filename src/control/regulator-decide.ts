@@ -30,6 +30,9 @@ export interface Memory {
   boosted: number;
   lastWay?: number;
   lastReadingAt?: number;
+  readingGap?: number;
+  /** The need the last move stood behind (see deadbeatMove). */
+  need?: number;
   /** A trim the last reading asked for (see confirmedTrim). */
   trimAsked?: { wanted: number; reading: number };
   /** The large move whose followers are checked: when it started, its value and way, until when (see batteryCheck). */
@@ -68,6 +71,8 @@ export interface Intent {
   startsPulse?: Pulse;
   endsPulse?: boolean;
   ownMove?: boolean;
+  /** A pulse without follow-ups: the need it heads to, what the regulator stands behind. */
+  behind?: number;
   memory: Memory;
 }
 
@@ -115,6 +120,8 @@ const hold = (reason: DecisionReason, ownMove = false): Outcome => ({ action: 'h
 
 export function decideReading(s: ReadingSnapshot): Intent {
   const memory = { ...s.memory };
+  memory.readingGap = memory.lastReadingAt === undefined ? undefined : s.now - memory.lastReadingAt;
+  memory.lastReadingAt = s.now;
   const { want, pulse } = s;
   if (!pulse) return { ...move(s, memory, s.acknowledged), memory };
   // A held pulse ends when the reading shows a new load; otherwise its follow-up is due by time, above the floor this
@@ -129,6 +136,7 @@ export function decideReading(s: ReadingSnapshot): Intent {
 
 /** The decision on a reading with no pulse under way: a move (plain or with a pulse) when the load asks for it. */
 function move(s: ReadingSnapshot, memory: Memory, current: number | undefined): Outcome {
+  if (process.env.LAW3 && current !== undefined && s.shortfall === undefined) return deadbeatMove(s, current, memory);
   if (process.env.LAW2 && current !== undefined && s.shortfall === undefined) return deadbeat(s, current, memory);
   const { want, now } = s;
   let reason: DecisionReason = current === undefined ? 'start' : want.floored ? 'grid charge' : 'load';
@@ -148,7 +156,8 @@ function move(s: ReadingSnapshot, memory: Memory, current: number | undefined): 
   const [below, above] = current === undefined ? [0, 0] : band(s, current, want.high - want.low);
   if (current !== undefined && next >= below && next <= above) return hold(reason);
   const revHold = Number(process.env.REV_HOLD ?? 0);
-  if (db && memory.lastWay !== undefined && Math.sign(next - current!) !== memory.lastWay && Math.abs(next - current!) < revHold) return hold('dead band');
+  if (db && memory.lastWay !== undefined && Math.sign(next - current!) !== memory.lastWay && Math.abs(next - current!) < revHold)
+    return hold('dead band');
   if (current !== undefined) memory.lastWay = Math.sign(next - current);
   if (memory.trimAsked?.reading === s.readings) return hold('dead band');
   // One move, one pulse: while the battery still answers a move that had its pulse, a trim or more of the same way gets
@@ -163,7 +172,11 @@ function move(s: ReadingSnapshot, memory: Memory, current: number | undefined): 
   // A stop at a SOC limit needs no haste; a ramp is followed step by step.
   const plain =
     db !== undefined ||
-    current === undefined || reason === 'soc' || s.shortfall !== undefined || answering || continuesRamp(s.plant, next - current, now);
+    current === undefined ||
+    reason === 'soc' ||
+    s.shortfall !== undefined ||
+    answering ||
+    continuesRamp(s.plant, next - current, now);
   const reachable = current === undefined ? next : batteryCheck(s, memory, next, current, way, answering && way === memory.boosted);
   if (reachable === undefined) return hold('battery check', true);
   const pulse = plain || reachable !== next ? undefined : overdrive(s, next, want.floor);
@@ -325,4 +338,55 @@ function deadbeat(s: ReadingSnapshot, current: number, memory: Memory): Outcome 
   if (memory.lastWay !== undefined && way !== memory.lastWay && Math.abs(next - current) < revHold) return hold('dead band');
   memory.lastWay = way;
   return { action: 'set', reason: 'load', setpoint: next, steady: true, ownMove: true };
+}
+
+/** A deadbeat's pulse lands the battery on the need within this many of its lags (at least a reading's gap)... */
+const HORIZON_LAGS = 0.5;
+/** ...and a move back of less than this (W) waits: the meter's noise or a ramp's zig-zag, not a new load. */
+const REVERSAL_WAIT_W = 150;
+
+/**
+ * Experiment LAW3, the oracle's law on the family: at each reading, each consistent plant's setpoint that lands the
+ * battery on that plant's need within HORIZON_LAGS of its lag (at least until the next reading), never below the floor;
+ * the least far of them from the setpoint in force, where all lie beyond the band. The need within the band of the one
+ * stood behind is that one (the meter's noise moves nothing); a reversal under REVERSAL_WAIT_W waits; more of a large move's way
+ * waits for the battery check. A pulse (beyond the need by more than the band) has no follow-up of its own: the next
+ * reading plans again; the need it heads to is what the regulator stands behind (an exit leaves it).
+ */
+function deadbeatMove(s: ReadingSnapshot, current: number, memory: Memory): Outcome {
+  const { history, base, models } = s.plant;
+  const gap = Math.max(s.slotMs, memory.readingGap ?? 0);
+  const held = memory.need;
+  const [heldBelow, heldAbove] = held === undefined ? [Infinity, -Infinity] : band(s, held);
+  let atLow = { value: Infinity, need: 0 };
+  let atHigh = { value: -Infinity, need: 0 };
+  for (const model of models) {
+    const modelShown = response(model, history, base, s.now);
+    const shown = Math.min(s.battery[1], Math.max(s.battery[0], modelShown));
+    const { low: asked, floor } = wanted(s.grid, shown, shown, false, s.settings);
+    const need = asked >= heldBelow && asked <= heldAbove ? held! : asked;
+    const ahead = response(model, history, base, s.now + model.delayMs) + (shown - modelShown);
+    const a = Math.exp(-Math.max(gap, HORIZON_LAGS * model.lagMs) / model.lagMs);
+    const value = Math.max((need - ahead * a) / (1 - a), floor);
+    if (value < atLow.value) atLow = { value, need };
+    if (value > atHigh.value) atHigh = { value, need };
+  }
+  const [below, above] = band(s, current, atHigh.value - atLow.value);
+  const chosen = atLow.value > above ? atLow : atHigh.value < below ? atHigh : undefined;
+  if (!chosen) return hold(atHigh.value - atLow.value > 2 * s.deadBand ? 'settling' : 'dead band');
+  const way = Math.sign(chosen.value - current);
+  if (memory.lastWay !== undefined && way !== memory.lastWay && Math.abs(chosen.value - current) < REVERSAL_WAIT_W)
+    return hold('dead band');
+  const final = limit(chosen.need, s.settings, s.soc);
+  const limited = limit(chosen.value, s.settings, s.soc);
+  const reachable = batteryCheck(s, memory, limited.value, current, way, false);
+  if (reachable === undefined) return hold('battery check', true);
+  // Held at a limit: nothing new to send.
+  const [nearBelow, nearAbove] = band(s, current);
+  if (reachable >= nearBelow && reachable <= nearAbove) return hold(limited.reason ?? 'dead band');
+  memory.lastWay = way;
+  memory.need = final.value;
+  const reason = limited.reason ?? final.reason ?? (s.want.floored ? 'grid charge' : 'load');
+  if ((reachable - final.value) * way <= s.deadBand) return { action: 'set', reason, setpoint: reachable, steady: true, ownMove: true };
+  return { action: 'set', reason: 'overdrive', setpoint: reachable, steady: false, behind: final.value, ownMove: true };
 }

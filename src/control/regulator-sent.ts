@@ -66,6 +66,7 @@ export class SentCommands {
     if (intent.ownMove) this.followingUp = false;
     if (intent.endsPulse) this.pulseInForce = undefined;
     if (intent.startsPulse) this.pulseInForce = intent.startsPulse;
+    if (intent.behind !== undefined) this.stands = intent.behind;
     if (intent.action === 'set') this.send(intent.setpoint!, now, intent.steady!);
   }
 
