@@ -137,16 +137,13 @@ export function decideReading(s: ReadingSnapshot): Intent {
 /** The decision on a reading with no pulse under way: a move (plain or with a pulse) when the load asks for it. */
 function move(s: ReadingSnapshot, memory: Memory, current: number | undefined): Outcome {
   if (process.env.LAW3 && current !== undefined && s.shortfall === undefined) return deadbeatMove(s, current, memory);
-  if (process.env.LAW2 && current !== undefined && s.shortfall === undefined) return deadbeat(s, current, memory);
   const { want, now } = s;
   let reason: DecisionReason = current === undefined ? 'start' : want.floored ? 'grid charge' : 'load';
   const need = shortfallNeed(s);
   if (need && current !== undefined && current < need.value - s.deadBand)
     return { action: 'set', reason: need.reason, setpoint: need.value, steady: true, ownMove: true };
-  const db = process.env.DB3 && current !== undefined ? deadbeatInterval(s) : undefined;
-  if (current !== undefined && !beyondBand(s, db ?? want, current)) return boost(s, memory, current);
-  const range = db ?? want;
-  const edge = current === undefined ? (want.low + want.high) / 2 : range.low > current ? range.low : range.high;
+  if (current !== undefined && !beyondBand(s, want, current)) return boost(s, memory, current);
+  const edge = current === undefined ? (want.low + want.high) / 2 : want.low > current ? want.low : want.high;
   // Short, no further than that need: what the battery cannot deliver now it would deliver once the cap lifts.
   const wanted = need ? Math.max(edge, need.value) : edge;
 
@@ -155,10 +152,6 @@ function move(s: ReadingSnapshot, memory: Memory, current: number | undefined): 
   const next = limited.value;
   const [below, above] = current === undefined ? [0, 0] : band(s, current, want.high - want.low);
   if (current !== undefined && next >= below && next <= above) return hold(reason);
-  const revHold = Number(process.env.REV_HOLD ?? 0);
-  if (db && memory.lastWay !== undefined && Math.sign(next - current!) !== memory.lastWay && Math.abs(next - current!) < revHold)
-    return hold('dead band');
-  if (current !== undefined) memory.lastWay = Math.sign(next - current);
   if (memory.trimAsked?.reading === s.readings) return hold('dead band');
   // One move, one pulse: while the battery still answers a move that had its pulse, a trim or more of the same way gets
   // none. A trim would get a pulse sized for all the way a slow battery still has to go (an overshoot); more of the
@@ -171,7 +164,6 @@ function move(s: ReadingSnapshot, memory: Memory, current: number | undefined): 
     now < lastAck + showsMs(s.plant);
   // A stop at a SOC limit needs no haste; a ramp is followed step by step.
   const plain =
-    db !== undefined ||
     current === undefined ||
     reason === 'soc' ||
     s.shortfall !== undefined ||
@@ -295,90 +287,52 @@ function boost(s: ReadingSnapshot, memory: Memory, current: number): Outcome {
   return hold(s.want.high - s.want.low > 2 * s.deadBand ? 'settling' : 'dead band');
 }
 
-/** Each consistent model's deadbeat setpoint (lands on its need one slot later), within the floor: [least, most]. */
-function deadbeatInterval(s: ReadingSnapshot): { low: number; high: number } {
-  const { history, base, models } = s.plant;
-  let low = Infinity;
-  let high = -Infinity;
-  for (const model of models) {
-    const load = s.grid + response(model, history, base, s.now);
-    const need = s.settings.gridCharge ? load - s.settings.target : Math.max(load - s.settings.target, Math.min(0, load));
-    const ahead = response(model, history, base, s.now + model.delayMs);
-    const a = Math.exp(-s.slotMs / model.lagMs);
-    const raw = (need - ahead * a) / (1 - a);
-    const bound = Number(process.env.BOUND ?? Infinity) * Math.abs(need - ahead);
-    const value = Math.max(Math.min(need + bound, Math.max(need - bound, raw)), s.want.floor);
-    low = Math.min(low, value);
-    high = Math.max(high, value);
-  }
-  return { low, high };
-}
-
-/** Experiment LAW2: the oracle's law on the family alone; each reading re-plans (no follow-ups). */
-function deadbeat(s: ReadingSnapshot, current: number, memory: Memory): Outcome {
-  const { history, base, models } = s.plant;
-  let low = Infinity;
-  let high = -Infinity;
-  for (const model of models) {
-    const load = s.grid + response(model, history, base, s.now);
-    const need = s.settings.gridCharge ? load - s.settings.target : Math.max(load - s.settings.target, Math.min(0, load));
-    const ahead = response(model, history, base, s.now + model.delayMs);
-    const gap = process.env.GAP && memory.lastReadingAt !== undefined ? Math.max(s.slotMs, s.now - memory.lastReadingAt) : s.slotMs;
-    const a = Math.exp(-gap / model.lagMs);
-    const value = (need - ahead * a) / (1 - a);
-    low = Math.min(low, value);
-    high = Math.max(high, value);
-  }
-  memory.lastReadingAt = s.now;
-  const wantedValue = low > current ? low : high < current ? high : current;
-  const next = limit(wantedValue, s.settings, s.soc).value;
-  if (Math.abs(next - current) <= s.deadBand) return hold('dead band');
-  const way = Math.sign(next - current);
-  const revHold = Number(process.env.REV_HOLD ?? 0);
-  if (memory.lastWay !== undefined && way !== memory.lastWay && Math.abs(next - current) < revHold) return hold('dead band');
-  memory.lastWay = way;
-  return { action: 'set', reason: 'load', setpoint: next, steady: true, ownMove: true };
-}
-
 /** A deadbeat's pulse lands the battery on the need within this many of its lags (at least a reading's gap)... */
 const HORIZON_LAGS = 0.5;
 /** ...and a move back of less than this (W) waits: the meter's noise or a ramp's zig-zag, not a new load. */
 const REVERSAL_WAIT_W = 150;
 
-/**
- * Experiment LAW3, the oracle's law on the family: at each reading, each consistent plant's setpoint that lands the
- * battery on that plant's need within HORIZON_LAGS of its lag (at least until the next reading), never below the floor;
- * the least far of them from the setpoint in force, where all lie beyond the band. The need within the band of the one
- * stood behind is that one (the meter's noise moves nothing); a reversal under REVERSAL_WAIT_W waits; more of a large move's way
- * waits for the battery check. A pulse (beyond the need by more than the band) has no follow-up of its own: the next
- * reading plans again; the need it heads to is what the regulator stands behind (an exit leaves it).
- */
+/** One consistent plant's view of a reading: its need, floor, the battery when a setpoint acts, and what a slot keeps. */
+type Plan = { need: number; floor: number; ahead: number; keeps: number };
+
+/** The setpoint that lands this plant's battery on `need` by the horizon, never below its floor. */
+const deadbeat = (p: Plan, need: number) => Math.max((need - p.ahead * p.keeps) / (1 - p.keeps), p.floor);
+
 function deadbeatMove(s: ReadingSnapshot, current: number, memory: Memory): Outcome {
   const { history, base, models } = s.plant;
   const gap = Math.max(s.slotMs, memory.readingGap ?? 0);
-  const held = memory.need;
-  const [heldBelow, heldAbove] = held === undefined ? [Infinity, -Infinity] : band(s, held);
-  let atLow = { value: Infinity, need: 0 };
-  let atHigh = { value: -Infinity, need: 0 };
-  for (const model of models) {
+  const plans: Plan[] = models.map((model) => {
     const modelShown = response(model, history, base, s.now);
     const shown = Math.min(s.battery[1], Math.max(s.battery[0], modelShown));
-    const { low: asked, floor } = wanted(s.grid, shown, shown, false, s.settings);
-    const need = asked >= heldBelow && asked <= heldAbove ? held! : asked;
+    const { low: need, floor } = wanted(s.grid, shown, shown, false, s.settings);
     const ahead = response(model, history, base, s.now + model.delayMs) + (shown - modelShown);
-    const a = Math.exp(-Math.max(gap, HORIZON_LAGS * model.lagMs) / model.lagMs);
-    const value = Math.max((need - ahead * a) / (1 - a), floor);
-    if (value < atLow.value) atLow = { value, need };
-    if (value > atHigh.value) atHigh = { value, need };
+    return { need, floor, ahead, keeps: Math.exp(-Math.max(gap, HORIZON_LAGS * model.lagMs) / model.lagMs) };
+  });
+  const held = memory.need ?? current;
+  const [heldBelow, heldAbove] = band(s, held);
+  const pulsing = current < heldBelow || current > heldAbove;
+  const needs = { low: Math.min(...plans.map((p) => p.need)), high: Math.max(...plans.map((p) => p.need)) };
+  const settle = () => (pulsing ? shrink(s, current, held, plans) : hold(needs.high - needs.low > 2 * s.deadBand ? 'settling' : 'dead band'));
+  if (!beyondBand(s, needs, held)) return settle();
+  let atLow = { value: Infinity, need: 0 };
+  let atHigh = { value: -Infinity, need: 0 };
+  for (const p of plans) {
+    const value = deadbeat(p, p.need);
+    if (value < atLow.value) atLow = { value, need: p.need };
+    if (value > atHigh.value) atHigh = { value, need: p.need };
   }
-  const [below, above] = band(s, current, atHigh.value - atLow.value);
+  const [below, above] = band(s, held, atHigh.value - atLow.value);
   const chosen = atLow.value > above ? atLow : atHigh.value < below ? atHigh : undefined;
-  if (!chosen) return hold(atHigh.value - atLow.value > 2 * s.deadBand ? 'settling' : 'dead band');
-  const way = Math.sign(chosen.value - current);
-  if (memory.lastWay !== undefined && way !== memory.lastWay && Math.abs(chosen.value - current) < REVERSAL_WAIT_W)
-    return hold('dead band');
+  if (!chosen) return settle();
   const final = limit(chosen.need, s.settings, s.soc);
-  const limited = limit(chosen.value, s.settings, s.soc);
+  const way = Math.sign(final.value - held);
+  if (way === 0 || (memory.lastWay !== undefined && way !== memory.lastWay && Math.abs(final.value - held) < REVERSAL_WAIT_W)) return settle();
+  const battery = (s.battery[0] + s.battery[1]) / 2;
+  const distance = Math.abs(final.value - battery);
+  const plain = final.reason === 'soc' || distance < pulseMinW(s.deadBand) || continuesRamp(s.plant, final.value - held, s.now);
+  // A pulse goes past the need by at most the battery's distance from it.
+  const past = Math.min(Math.max(0, (chosen.value - final.value) * way), distance);
+  const limited = plain ? final : limit(final.value + way * past, s.settings, s.soc);
   const reachable = batteryCheck(s, memory, limited.value, current, way, false);
   if (reachable === undefined) return hold('battery check', true);
   // Held at a limit: nothing new to send.
@@ -389,4 +343,18 @@ function deadbeatMove(s: ReadingSnapshot, current: number, memory: Memory): Outc
   const reason = limited.reason ?? final.reason ?? (s.want.floored ? 'grid charge' : 'load');
   if ((reachable - final.value) * way <= s.deadBand) return { action: 'set', reason, setpoint: reachable, steady: true, ownMove: true };
   return { action: 'set', reason: 'overdrive', setpoint: reachable, steady: false, behind: final.value, ownMove: true };
+}
+
+/**
+ * A pulse past the need stood behind comes back towards it: the least far of the plants' deadbeats, never beyond the
+ * last setpoint nor back past the need; it ends on the need within the band, or once some plant is there.
+ */
+function shrink(s: ReadingSnapshot, current: number, held: number, plans: Plan[]): Outcome {
+  const way = Math.sign(current - held);
+  const there = plans.some((p) => (p.ahead - held) * way >= 0);
+  const least = plans.reduce((best, p) => way * Math.min(best * way, deadbeat(p, held) * way), current);
+  const value = (least - held) * way < 0 ? held : least;
+  if (there || (value - held) * way <= s.deadBand) return { action: 'set', reason: 'load', setpoint: held, steady: true, ownMove: true };
+  if (Math.abs(value - current) <= s.deadBand) return hold('settling');
+  return { action: 'set', reason: 'overdrive', setpoint: Math.round(value), steady: false, behind: held, ownMove: true };
 }
