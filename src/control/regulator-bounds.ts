@@ -21,6 +21,8 @@ export interface Snapshot {
   deadBand: number;
   /** The acknowledged setpoint. */
   acknowledged: number | undefined;
+  /** The setpoint the regulator stands behind (a pulse's need, not its value). */
+  steady: number | undefined;
   plant: PlantView;
   /**
    * The battery's power as the meter shows it at `at` (the plant room's batteryInterval(): a read-back, a plant's

@@ -33,6 +33,8 @@ export interface Memory {
   readingGap?: number;
   /** The need the last move stood behind (see deadbeatMove). */
   need?: number;
+  /** The need that had its pulse: one per need (see speedUp). */
+  pulsed?: number;
   /** A trim the last reading asked for (see confirmedTrim). */
   trimAsked?: { wanted: number; reading: number };
   /** The large move whose followers are checked: when it started, its value and way, until when (see batteryCheck). */
@@ -304,16 +306,16 @@ function deadbeatMove(s: ReadingSnapshot, current: number, memory: Memory): Outc
   const plans: Plan[] = models.map((model) => {
     const modelShown = response(model, history, base, s.now);
     const shown = Math.min(s.battery[1], Math.max(s.battery[0], modelShown));
-    const { low: need, floor } = wanted(s.grid, shown, shown, false, s.settings);
+    const { low: asked, floor } = wanted(s.grid, shown, shown, false, s.settings);
+    const need = process.env.V_HELD && s.steady !== undefined && Math.abs(asked - s.steady) <= s.deadBand / 2 ? s.steady : asked;
     const ahead = response(model, history, base, s.now + model.delayMs) + (shown - modelShown);
     return { need, floor, ahead, keeps: Math.exp(-Math.max(gap, HORIZON_LAGS * model.lagMs) / model.lagMs) };
   });
-  const held = memory.need ?? current;
+  const held = s.steady ?? current;
   const [heldBelow, heldAbove] = band(s, held);
   const pulsing = current < heldBelow || current > heldAbove;
   const needs = { low: Math.min(...plans.map((p) => p.need)), high: Math.max(...plans.map((p) => p.need)) };
-  const settle = () => (pulsing ? shrink(s, current, held, plans) : hold(needs.high - needs.low > 2 * s.deadBand ? 'settling' : 'dead band'));
-  if (!beyondBand(s, needs, held)) return settle();
+  const settle = () => (pulsing ? shrink(s, current, held, plans) : speedUp(s, memory, held, plans, needs));
   let atLow = { value: Infinity, need: 0 };
   let atHigh = { value: -Infinity, need: 0 };
   for (const p of plans) {
@@ -321,15 +323,16 @@ function deadbeatMove(s: ReadingSnapshot, current: number, memory: Memory): Outc
     if (value < atLow.value) atLow = { value, need: p.need };
     if (value > atHigh.value) atHigh = { value, need: p.need };
   }
-  const [below, above] = band(s, held, atHigh.value - atLow.value);
+  const [below, above] = band(s, process.env.V_FROM ? current : held, atHigh.value - atLow.value);
   const chosen = atLow.value > above ? atLow : atHigh.value < below ? atHigh : undefined;
   if (!chosen) return settle();
-  const final = limit(chosen.need, s.settings, s.soc);
-  const way = Math.sign(final.value - held);
-  if (way === 0 || (memory.lastWay !== undefined && way !== memory.lastWay && Math.abs(final.value - held) < REVERSAL_WAIT_W)) return settle();
+  // The need moves the way the deadbeat does, or stays (a plant that thinks the battery further behind needs less).
+  const way = Math.sign(chosen.value - held);
+  const final = limit(way > 0 ? Math.max(chosen.need, held) : Math.min(chosen.need, held), s.settings, s.soc);
+  if (Math.abs(final.value - held) <= s.deadBand || (memory.lastWay !== undefined && way !== memory.lastWay && Math.abs(final.value - held) < REVERSAL_WAIT_W)) return settle();
   const battery = (s.battery[0] + s.battery[1]) / 2;
   const distance = Math.abs(final.value - battery);
-  const plain = final.reason === 'soc' || distance < pulseMinW(s.deadBand) || continuesRamp(s.plant, final.value - held, s.now);
+  const plain = final.reason === "soc" || (!process.env.V_NODIST && distance < pulseMinW(s.deadBand)) || (!process.env.NORAMP && continuesRamp(s.plant, final.value - held, s.now));
   // A pulse goes past the need by at most the battery's distance from it.
   const past = Math.min(Math.max(0, (chosen.value - final.value) * way), distance);
   const limited = plain ? final : limit(final.value + way * past, s.settings, s.soc);
@@ -339,10 +342,32 @@ function deadbeatMove(s: ReadingSnapshot, current: number, memory: Memory): Outc
   const [nearBelow, nearAbove] = band(s, current);
   if (reachable >= nearBelow && reachable <= nearAbove) return hold(limited.reason ?? 'dead band');
   memory.lastWay = way;
-  memory.need = final.value;
   const reason = limited.reason ?? final.reason ?? (s.want.floored ? 'grid charge' : 'load');
   if ((reachable - final.value) * way <= s.deadBand) return { action: 'set', reason, setpoint: reachable, steady: true, ownMove: true };
+  memory.pulsed = final.value;
   return { action: 'set', reason: 'overdrive', setpoint: reachable, steady: false, behind: final.value, ownMove: true };
+}
+
+/**
+ * At the need stood behind, the battery still far from it under every plant the readings allow (slower than the
+ * plants of the move's start): one pulse per need speeds it on, the least far of the plants' deadbeats.
+ */
+function speedUp(s: ReadingSnapshot, memory: Memory, held: number, plans: Plan[], needs: { low: number; high: number }): Outcome {
+  const quiet = hold(needs.high - needs.low > 2 * s.deadBand ? 'settling' : 'dead band');
+  if (memory.pulsed === held || s.shortfall !== undefined) return quiet;
+  const values = plans.map((p) => deadbeat(p, held));
+  const [low, high] = [Math.min(...values), Math.max(...values)];
+  const way = low > held ? 1 : high < held ? -1 : 0;
+  const battery = (s.battery[0] + s.battery[1]) / 2;
+  const distance = Math.abs(held - battery);
+  const last = s.plant.history.at(-1);
+  const ramp = last !== undefined && continuesRamp(s.plant, last.value - valueBefore(s.plant, 1), last.startAt, 1);
+  if (way === 0 || distance < pulseMinW(s.deadBand) || ramp) return quiet;
+  const past = Math.min(((way > 0 ? low : high) - held) * way, distance);
+  const value = limit(held + way * past, s.settings, s.soc).value;
+  if ((value - held) * way <= s.deadBand) return quiet;
+  memory.pulsed = held;
+  return { action: 'set', reason: 'overdrive', setpoint: value, steady: false, behind: held, ownMove: true };
 }
 
 /**
@@ -355,6 +380,7 @@ function shrink(s: ReadingSnapshot, current: number, held: number, plans: Plan[]
   const least = plans.reduce((best, p) => way * Math.min(best * way, deadbeat(p, held) * way), current);
   const value = (least - held) * way < 0 ? held : least;
   if (there || (value - held) * way <= s.deadBand) return { action: 'set', reason: 'load', setpoint: held, steady: true, ownMove: true };
-  if (Math.abs(value - current) <= s.deadBand) return hold('settling');
+  // Each write costs a request: a pulse shrinks by a pulse's worth at least.
+  if (Math.abs(value - current) < pulseMinW(s.deadBand)) return hold('settling');
   return { action: 'set', reason: 'overdrive', setpoint: Math.round(value), steady: false, behind: held, ownMove: true };
 }

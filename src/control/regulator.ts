@@ -364,6 +364,7 @@ export class Regulator {
       soc: this.soc,
       deadBand: this.deadBand,
       acknowledged: this.sent.acknowledged,
+      steady: this.sent.steady,
       plant: this.knowsPlant.view(),
       batteryAt: (at) => this.knowsPlant.batteryInterval(at, this.sent.inFlight),
       slotMs: this.sent.slotMs(this.settings.requestIntervalMs),
