@@ -302,7 +302,11 @@ const deadbeat = (p: Plan, need: number) => Math.max((need - p.ahead * p.keeps) 
 
 function deadbeatMove(s: ReadingSnapshot, current: number, memory: Memory): Outcome {
   const { history, base, models } = s.plant;
-  const gap = Math.max(s.slotMs, memory.readingGap ?? 0);
+  // A pulse lasts until the setpoint after it acts: decided at the first reading after its acknowledgement.
+  const last = history.at(-1);
+  const answerMs = last ? last.ackAt - last.startAt : 0;
+  const readingGap = memory.readingGap ?? s.slotMs;
+  const gap = Math.max(s.slotMs, readingGap * Math.ceil((answerMs + 1) / readingGap));
   const plans: Plan[] = models.map((model) => {
     const modelShown = response(model, history, base, s.now);
     const shown = Math.min(s.battery[1], Math.max(s.battery[0], modelShown));
@@ -329,7 +333,10 @@ function deadbeatMove(s: ReadingSnapshot, current: number, memory: Memory): Outc
   // The need moves the way the deadbeat does, or stays (a plant that thinks the battery further behind needs less).
   const way = Math.sign(chosen.value - held);
   const final = limit(way > 0 ? Math.max(chosen.need, held) : Math.min(chosen.need, held), s.settings, s.soc);
-  if (Math.abs(final.value - held) <= s.deadBand || (memory.lastWay !== undefined && way !== memory.lastWay && Math.abs(final.value - held) < REVERSAL_WAIT_W)) return settle();
+  // A move back soon after a move (before it has shown under the slowest plant) is noise or a zig-zag unless large.
+  const recent = last !== undefined && s.now < last.ackAt + showsMs(s.plant);
+  const back = recent && memory.lastWay !== undefined && way !== memory.lastWay;
+  if (Math.abs(final.value - held) <= s.deadBand || (back && Math.abs(final.value - held) < REVERSAL_WAIT_W)) return settle();
   const battery = (s.battery[0] + s.battery[1]) / 2;
   const distance = Math.abs(final.value - battery);
   const plain = final.reason === "soc" || (!process.env.V_NODIST && distance < pulseMinW(s.deadBand)) || (!process.env.NORAMP && continuesRamp(s.plant, final.value - held, s.now));
