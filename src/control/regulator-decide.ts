@@ -33,8 +33,9 @@ export interface Memory {
   readingGap?: number;
   /** The need the last move stood behind (see deadbeatMove). */
   need?: number;
-  /** The need that had its pulse: one per need (see speedUp). */
+  /** The need that had its pulse, and when: one per need (see speedUp). */
   pulsed?: number;
+  pulsedAt?: number;
   /** A trim the last reading asked for (see confirmedTrim). */
   trimAsked?: { wanted: number; reading: number };
   /** The large move whose followers are checked: when it started, its value and way, until when (see batteryCheck). */
@@ -310,8 +311,7 @@ function deadbeatMove(s: ReadingSnapshot, current: number, memory: Memory): Outc
   const plans: Plan[] = models.map((model) => {
     const modelShown = response(model, history, base, s.now);
     const shown = Math.min(s.battery[1], Math.max(s.battery[0], modelShown));
-    const { low: asked, floor } = wanted(s.grid, shown, shown, false, s.settings);
-    const need = process.env.V_HELD && s.steady !== undefined && Math.abs(asked - s.steady) <= s.deadBand / 2 ? s.steady : asked;
+    const { low: need, floor } = wanted(s.grid, shown, shown, false, s.settings);
     const ahead = response(model, history, base, s.now + model.delayMs) + (shown - modelShown);
     return { need, floor, ahead, keeps: Math.exp(-Math.max(gap, HORIZON_LAGS * model.lagMs) / model.lagMs) };
   });
@@ -327,7 +327,7 @@ function deadbeatMove(s: ReadingSnapshot, current: number, memory: Memory): Outc
     if (value < atLow.value) atLow = { value, need: p.need };
     if (value > atHigh.value) atHigh = { value, need: p.need };
   }
-  const [below, above] = band(s, process.env.V_FROM ? current : held, atHigh.value - atLow.value);
+  const [below, above] = band(s, held, atHigh.value - atLow.value);
   const chosen = atLow.value > above ? atLow : atHigh.value < below ? atHigh : undefined;
   if (!chosen) return settle();
   // The need moves the way the deadbeat does, or stays (a plant that thinks the battery further behind needs less).
@@ -339,7 +339,10 @@ function deadbeatMove(s: ReadingSnapshot, current: number, memory: Memory): Outc
   if (Math.abs(final.value - held) <= s.deadBand || (back && Math.abs(final.value - held) < REVERSAL_WAIT_W)) return settle();
   const battery = (s.battery[0] + s.battery[1]) / 2;
   const distance = Math.abs(final.value - battery);
-  const plain = final.reason === "soc" || (!process.env.V_NODIST && distance < pulseMinW(s.deadBand)) || (!process.env.NORAMP && continuesRamp(s.plant, final.value - held, s.now));
+  // One move, one pulse: a trim (under a pulse's worth) gets none, nor more of the same way while the battery still
+  // answers a pulse.
+  const trim = Math.abs(final.value - held) < pulseMinW(s.deadBand);
+  const plain = final.reason === 'soc' || trim || answersPulse(s, memory) || distance < pulseMinW(s.deadBand) || continuesRamp(s.plant, final.value - held, s.now);
   // A pulse goes past the need by at most the battery's distance from it.
   const past = Math.min(Math.max(0, (chosen.value - final.value) * way), distance);
   const limited = plain ? final : limit(final.value + way * past, s.settings, s.soc);
@@ -352,8 +355,12 @@ function deadbeatMove(s: ReadingSnapshot, current: number, memory: Memory): Outc
   const reason = limited.reason ?? final.reason ?? (s.want.floored ? 'grid charge' : 'load');
   if ((reachable - final.value) * way <= s.deadBand) return { action: 'set', reason, setpoint: reachable, steady: true, ownMove: true };
   memory.pulsed = final.value;
+  memory.pulsedAt = s.now;
   return { action: 'set', reason: 'overdrive', setpoint: reachable, steady: false, behind: final.value, ownMove: true };
 }
+
+/** The battery still answers the last pulse (its delay and two lags under the slowest plant have not passed). */
+const answersPulse = (s: ReadingSnapshot, memory: Memory) => memory.pulsedAt !== undefined && s.now < memory.pulsedAt + showsMs(s.plant);
 
 /**
  * At the need stood behind, the battery still far from it under every plant the readings allow (slower than the
@@ -361,7 +368,7 @@ function deadbeatMove(s: ReadingSnapshot, current: number, memory: Memory): Outc
  */
 function speedUp(s: ReadingSnapshot, memory: Memory, held: number, plans: Plan[], needs: { low: number; high: number }): Outcome {
   const quiet = hold(needs.high - needs.low > 2 * s.deadBand ? 'settling' : 'dead band');
-  if (memory.pulsed === held || s.shortfall !== undefined) return quiet;
+  if (memory.pulsed === held || answersPulse(s, memory) || s.shortfall !== undefined) return quiet;
   const values = plans.map((p) => deadbeat(p, held));
   const [low, high] = [Math.min(...values), Math.max(...values)];
   const way = low > held ? 1 : high < held ? -1 : 0;
@@ -374,6 +381,7 @@ function speedUp(s: ReadingSnapshot, memory: Memory, held: number, plans: Plan[]
   const value = limit(held + way * past, s.settings, s.soc).value;
   if ((value - held) * way <= s.deadBand) return quiet;
   memory.pulsed = held;
+  memory.pulsedAt = s.now;
   return { action: 'set', reason: 'overdrive', setpoint: value, steady: false, behind: held, ownMove: true };
 }
 
@@ -389,5 +397,5 @@ function shrink(s: ReadingSnapshot, current: number, held: number, plans: Plan[]
   if (there || (value - held) * way <= s.deadBand) return { action: 'set', reason: 'load', setpoint: held, steady: true, ownMove: true };
   // Each write costs a request: a pulse shrinks by a pulse's worth at least.
   if (Math.abs(value - current) < pulseMinW(s.deadBand)) return hold('settling');
-  return { action: 'set', reason: 'overdrive', setpoint: Math.round(value), steady: false, behind: held, ownMove: true };
+  return { action: 'set', reason: 'settling', setpoint: Math.round(value), steady: false, behind: held, ownMove: true };
 }
