@@ -397,5 +397,5 @@ function shrink(s: ReadingSnapshot, current: number, held: number, plans: Plan[]
   if (there || (value - held) * way <= s.deadBand) return { action: 'set', reason: 'load', setpoint: held, steady: true, ownMove: true };
   // Each write costs a request: a pulse shrinks by a pulse's worth at least.
   if (Math.abs(value - current) < pulseMinW(s.deadBand)) return hold('settling');
-  return { action: 'set', reason: 'settling', setpoint: Math.round(value), steady: false, behind: held, ownMove: true };
+  return { action: 'set', reason: 'overdrive', setpoint: Math.round(value), steady: false, behind: held, ownMove: true };
 }
