@@ -336,13 +336,24 @@ function deadbeatMove(s: ReadingSnapshot, current: number, memory: Memory): Outc
   // A move back soon after a move (before it has shown under the slowest plant) is noise or a zig-zag unless large.
   const recent = last !== undefined && s.now < last.ackAt + showsMs(s.plant);
   const back = recent && memory.lastWay !== undefined && way !== memory.lastWay;
-  if (Math.abs(final.value - held) <= s.deadBand || (back && Math.abs(final.value - held) < REVERSAL_WAIT_W)) return settle();
+  if ((final.value >= heldBelow && final.value <= heldAbove) || (back && Math.abs(final.value - held) < REVERSAL_WAIT_W)) return settle();
+  const asked = memory.trimAsked;
+  memory.trimAsked = undefined;
+  const ramp = continuesRamp(s.plant, final.value - held, s.now);
+  // A trim waits for the next reading to ask for it the same way, then goes to the mean of the two (noise).
+  if (!ramp && Math.abs(final.value - held) < TRIM_BANDS * s.deadBand) {
+    if (!asked || asked.reading !== s.readings - 1 || Math.sign(asked.wanted - held) !== way) {
+      memory.trimAsked = { wanted: final.value, reading: s.readings };
+      return settle();
+    }
+    final.value = Math.round((asked.wanted + final.value) / 2);
+  }
   const battery = (s.battery[0] + s.battery[1]) / 2;
   const distance = Math.abs(final.value - battery);
   // One move, one pulse: a trim (under a pulse's worth) gets none, nor more of the same way while the battery still
   // answers a pulse.
   const trim = Math.abs(final.value - held) < pulseMinW(s.deadBand);
-  const plain = final.reason === 'soc' || trim || answersPulse(s, memory) || distance < pulseMinW(s.deadBand) || continuesRamp(s.plant, final.value - held, s.now);
+  const plain = final.reason === 'soc' || trim || answersPulse(s, memory) || distance < pulseMinW(s.deadBand) || ramp;
   // A pulse goes past the need by at most the battery's distance from it.
   const past = Math.min(Math.max(0, (chosen.value - final.value) * way), distance);
   const limited = plain ? final : limit(final.value + way * past, s.settings, s.soc);
