@@ -332,11 +332,13 @@ function deadbeatMove(s: ReadingSnapshot, current: number, memory: Memory): Outc
   if (!chosen) return settle();
   // The need moves the way the deadbeat does, or stays (a plant that thinks the battery further behind needs less).
   const way = Math.sign(chosen.value - held);
-  const final = limit(way > 0 ? Math.max(chosen.need, held) : Math.min(chosen.need, held), s.settings, s.soc);
+  const final = limit(Math.round(way > 0 ? Math.max(chosen.need, held) : Math.min(chosen.need, held)), s.settings, s.soc);
   // A move back soon after a move (before it has shown under the slowest plant) is noise or a zig-zag unless large.
+  // Any move back needs a whole dead band.
   const recent = last !== undefined && s.now < last.ackAt + showsMs(s.plant);
-  const back = recent && memory.lastWay !== undefined && way !== memory.lastWay;
-  if ((final.value >= heldBelow && final.value <= heldAbove) || (back && Math.abs(final.value - held) < REVERSAL_WAIT_W)) return settle();
+  const back = memory.lastWay !== undefined && way !== memory.lastWay;
+  const wait = back ? (recent ? REVERSAL_WAIT_W : s.deadBand) : 0;
+  if ((final.value >= heldBelow && final.value <= heldAbove) || Math.abs(final.value - held) <= wait) return settle();
   const asked = memory.trimAsked;
   memory.trimAsked = undefined;
   const ramp = continuesRamp(s.plant, final.value - held, s.now);
@@ -364,7 +366,9 @@ function deadbeatMove(s: ReadingSnapshot, current: number, memory: Memory): Outc
   if (reachable >= nearBelow && reachable <= nearAbove) return hold(limited.reason ?? 'dead band');
   memory.lastWay = way;
   const reason = limited.reason ?? final.reason ?? (s.want.floored ? 'grid charge' : 'load');
-  if ((reachable - final.value) * way <= s.deadBand) return { action: 'set', reason, setpoint: reachable, steady: true, ownMove: true };
+  // Within the band past the need, the need itself.
+  if ((reachable - final.value) * way <= s.deadBand)
+    return { action: 'set', reason, setpoint: (reachable - final.value) * way > 0 ? final.value : reachable, steady: true, ownMove: true };
   memory.pulsed = final.value;
   memory.pulsedAt = s.now;
   return { action: 'set', reason: 'overdrive', setpoint: reachable, steady: false, behind: final.value, ownMove: true };
