@@ -359,7 +359,7 @@ function deadbeatMove(s: ReadingSnapshot, current: number, memory: Memory): Outc
   // A pulse goes past the need by at most the battery's distance from it.
   const past = Math.min(Math.max(0, (chosen.value - final.value) * way), distance);
   const limited = plain ? final : limit(final.value + way * past, s.settings, s.soc);
-  const reachable = batteryCheck(s, memory, limited.value, current, way, false);
+  const reachable = batteryCheck(s, memory, limited.value, current, way, answersPulse(s, memory) && way === memory.lastWay);
   if (reachable === undefined) return hold('battery check', true);
   // Held at a limit: nothing new to send.
   const [nearBelow, nearAbove] = band(s, current);
