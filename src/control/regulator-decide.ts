@@ -383,7 +383,8 @@ const answersPulse = (s: ReadingSnapshot, memory: Memory) => memory.pulsedAt !==
  */
 function speedUp(s: ReadingSnapshot, memory: Memory, held: number, plans: Plan[], needs: { low: number; high: number }): Outcome {
   const quiet = hold(needs.high - needs.low > 2 * s.deadBand ? 'settling' : 'dead band');
-  if (memory.pulsed === held || answersPulse(s, memory) || s.shortfall !== undefined) return quiet;
+  // A held sample makes any battery look slow: no pulse on it.
+  if (memory.pulsed === held || answersPulse(s, memory) || s.shortfall !== undefined || s.settings.heldMeter) return quiet;
   const values = plans.map((p) => deadbeat(p, held));
   const [low, high] = [Math.min(...values), Math.max(...values)];
   const way = low > held ? 1 : high < held ? -1 : 0;
