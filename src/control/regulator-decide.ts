@@ -126,6 +126,12 @@ export function decideReading(s: ReadingSnapshot): Intent {
   memory.readingGap = memory.lastReadingAt === undefined ? undefined : s.now - memory.lastReadingAt;
   memory.lastReadingAt = s.now;
   const { want, pulse } = s;
+  // A battery that falls short is steered by the present law: a deadbeat's pulse ends, the move starts from its need.
+  if (process.env.LAW3 && s.shortfall !== undefined && s.steady !== undefined && s.acknowledged !== s.steady) {
+    const moved = move(s, memory, s.steady);
+    if (moved.action === 'set') return { ...moved, memory };
+    return { action: 'set', reason: 'load', setpoint: s.steady, steady: true, ownMove: true, memory };
+  }
   if (!pulse) return { ...move(s, memory, s.acknowledged), memory };
   // A held pulse ends when the reading shows a new load; otherwise its follow-up is due by time, above the floor this
   // reading's load sets.
@@ -216,6 +222,7 @@ function batteryCheck(
   current: number,
   way: number,
   afterPulse: boolean,
+  stoodBehind?: number,
 ): number | undefined {
   const last = s.plant.history.at(-1);
   if (!last || s.shortfall !== undefined || s.settings.heldMeter || s.estimate || s.want.read) return next;
@@ -231,7 +238,7 @@ function batteryCheck(
     const telling = Math.abs(next - last.value) >= SHORT_W;
     if (!afterPulse && !(Math.sign(lastMove) === way && step && telling)) return next;
     // The window is the one of the first check: a battery that stops short looks like a fast one to the identification.
-    memory.checkWindow = { move: last.startAt, value: last.value, way, until: last.ackAt + showsMs(s.plant) };
+    memory.checkWindow = { move: last.startAt, value: stoodBehind ?? last.value, way, until: last.ackAt + showsMs(s.plant) };
   }
   const checked = memory.checkWindow!;
   if (Math.abs(next - checked.value) < SHORT_W) return next;
@@ -359,7 +366,7 @@ function deadbeatMove(s: ReadingSnapshot, current: number, memory: Memory): Outc
   // A pulse goes past the need by at most the battery's distance from it.
   const past = Math.min(Math.max(0, (chosen.value - final.value) * way), distance);
   const limited = plain ? final : limit(final.value + way * past, s.settings, s.soc);
-  const reachable = batteryCheck(s, memory, limited.value, current, way, answersPulse(s, memory) && way === memory.lastWay);
+  const reachable = batteryCheck(s, memory, limited.value, held, way, answersPulse(s, memory) && way === memory.lastWay, held);
   if (reachable === undefined) return hold('battery check', true);
   // Held at a limit: nothing new to send.
   const [nearBelow, nearAbove] = band(s, current);
