@@ -126,12 +126,9 @@ export function decideReading(s: ReadingSnapshot): Intent {
   memory.readingGap = memory.lastReadingAt === undefined ? undefined : s.now - memory.lastReadingAt;
   memory.lastReadingAt = s.now;
   const { want, pulse } = s;
-  // A battery that falls short is steered by the present law: a deadbeat's pulse ends, the move starts from its need.
-  if (process.env.LAW3 && s.shortfall !== undefined && s.steady !== undefined && s.acknowledged !== s.steady) {
-    const moved = move(s, memory, s.steady);
-    if (moved.action === 'set') return { ...moved, memory };
+  // A battery that falls short of a deadbeat's pulse: the pulse ends on its need.
+  if (process.env.LAW3 && s.shortfall !== undefined && s.steady !== undefined && s.acknowledged !== s.steady)
     return { action: 'set', reason: 'load', setpoint: s.steady, steady: true, ownMove: true, memory };
-  }
   if (!pulse) return { ...move(s, memory, s.acknowledged), memory };
   // A held pulse ends when the reading shows a new load; otherwise its follow-up is due by time, above the floor this
   // reading's load sets.
@@ -346,6 +343,8 @@ function deadbeatMove(s: ReadingSnapshot, current: number, memory: Memory): Outc
   const back = memory.lastWay !== undefined && way !== memory.lastWay;
   const wait = back ? (recent ? REVERSAL_WAIT_W : s.deadBand) : 0;
   if ((final.value >= heldBelow && final.value <= heldAbove) || Math.abs(final.value - held) <= wait) return settle();
+  // While the battery answers a pulse, a small change of its need is the models' disagreement, not a new load.
+  if (answersPulse(s, memory) && Math.abs(final.value - held) < SHORT_W) return settle();
   const asked = memory.trimAsked;
   memory.trimAsked = undefined;
   const ramp = continuesRamp(s.plant, final.value - held, s.now);
