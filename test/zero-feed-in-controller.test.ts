@@ -171,16 +171,15 @@ describe('zero feed-in controller (src/control/zero-feed-in.ts) against the simu
       started(now);
     };
     const ends: number[] = [];
-    const followUp = controller.regulator.followUp.bind(controller.regulator);
+    const acknowledge = controller.regulator.acknowledge.bind(controller.regulator);
     let pulsing = false;
-    controller.regulator.followUp = (now) => {
-      const next = followUp(now);
-      // The last follow-up of a pulse has been acknowledged: the pulse ended.
-      if (pulsing && next === undefined && !controller.regulator.inFlight) {
+    controller.regulator.acknowledge = (value, now) => {
+      acknowledge(value, now);
+      // The setpoint a pulse headed to has been acknowledged: the pulse ended.
+      if (pulsing && value === controller.regulator.steady) {
         pulsing = false;
         ends.push(performance.now());
       }
-      return next;
     };
     const seen = { decisions: 0 };
     const begun = performance.now();

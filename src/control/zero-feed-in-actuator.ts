@@ -46,6 +46,8 @@ export class Actuator {
   private checkedAt = -Infinity;
   /** The setpoint last sent again where nothing told whether the device had dropped it: once is enough. */
   private resentBlind: number | undefined;
+  /** The last setpoint sent was an overdrive's. */
+  private overdriven = false;
 
   constructor(private readonly parts: ActuatorParts) {}
 
@@ -58,8 +60,12 @@ export class Actuator {
     let sent: Promise<unknown> | undefined;
     if (decision.action === 'set') {
       // An overdrive heads to its steady setpoint, bounded by the mode like the pulse.
-      const steady = decision.reason === 'overdrive' && decision.steady !== undefined ? bound(decision.steady) : undefined;
-      sent = this.send(decision.setpoint!, urgent, undefined, steady);
+      const overdrive = decision.reason === 'overdrive';
+      const steady = overdrive && decision.steady !== undefined ? bound(decision.steady) : undefined;
+      // A reading's setpoint after an overdrive ends it, as a last follow-up does.
+      const endsPulse = this.overdriven && !overdrive;
+      this.overdriven = overdrive;
+      sent = this.send(decision.setpoint!, urgent, undefined, steady, false, endsPulse);
     } else if (decision.action === 'standby') sent = this.send(0);
     else if (decision.action === 'self-consumption') sent = this.parts.selfConsumption();
     this.parts.afterSent(sent);
@@ -69,7 +75,7 @@ export class Actuator {
    * Sends a setpoint (W, signed); the regulator learns when it left and whether the device acknowledged it, and an
    * overdrive's next setpoint follows at once, ahead of waiting reads (`urgent`). Never rejects.
    */
-  async send(watts: number, urgent = false, soc?: number, steady?: number, force = false): Promise<boolean> {
+  async send(watts: number, urgent = false, soc?: number, steady?: number, force = false, endsPulse = false): Promise<boolean> {
     const { regulator, plant, now, voice } = this.parts;
     this.parts.reads.yieldRead();
     try {
@@ -87,7 +93,7 @@ export class Actuator {
     }
     // An overdrive ended on its needed setpoint: the battery is answering now, and a read shows one that falls short
     // before the next moves wind the setpoint up (a loop that moves at every reading leaves no slot after a hold).
-    if (!this.followUp() && urgent) this.parts.reads.afterPulse();
+    if (!this.followUp() && (urgent || endsPulse)) this.parts.reads.afterPulse();
     return true;
   }
 
