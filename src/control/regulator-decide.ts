@@ -296,6 +296,8 @@ function boost(s: ReadingSnapshot, memory: Memory, current: number): Outcome {
 
 /** A deadbeat's pulse lands the battery on the need within this many of its lags (at least a reading's gap)... */
 const HORIZON_LAGS = 0.5;
+/** Readings more than this many device slots apart get a pulse of one slot, followed up by time. */
+const SPARSE_SLOTS = 1.5;
 /** ...and a move back of less than this (W) waits: the meter's noise or a ramp's zig-zag, not a new load. */
 const REVERSAL_WAIT_W = 150;
 
@@ -324,6 +326,8 @@ function deadbeatMove(s: ReadingSnapshot, current: number, memory: Memory): Outc
   const pulsing = current < heldBelow || current > heldAbove;
   const needs = { low: Math.min(...plans.map((p) => p.need)), high: Math.max(...plans.map((p) => p.need)) };
   const settle = () => (pulsing ? shrink(s, current, held, plans) : speedUp(s, memory, held, plans, needs));
+  // A held sample is of an unknown age: a move waits until every need it allows lies beyond the band.
+  if (s.settings.heldMeter && !beyondBand(s, s.want, held)) return settle();
   let atLow = { value: Infinity, need: 0 };
   let atHigh = { value: -Infinity, need: 0 };
   for (const p of plans) {
@@ -336,7 +340,9 @@ function deadbeatMove(s: ReadingSnapshot, current: number, memory: Memory): Outc
   if (!chosen) return settle();
   // The need moves the way the deadbeat does, or stays (a plant that thinks the battery further behind needs less).
   const way = Math.sign(chosen.value - held);
-  const final = limit(Math.round(way > 0 ? Math.max(chosen.need, held) : Math.min(chosen.need, held)), s.settings, s.soc);
+  // A held sample of unknown age: the nearest need any battery position of its age allows.
+  const need = s.settings.heldMeter ? (way > 0 ? s.want.low : s.want.high) : chosen.need;
+  const final = limit(Math.round(way > 0 ? Math.max(need, held) : Math.min(need, held)), s.settings, s.soc);
   // A move back soon after a move (before it has shown under the slowest plant) is noise or a zig-zag unless large.
   // Any move back needs a whole dead band.
   const recent = last !== undefined && s.now < last.ackAt + showsMs(s.plant);
@@ -362,6 +368,21 @@ function deadbeatMove(s: ReadingSnapshot, current: number, memory: Memory): Outc
   // answers a pulse.
   const trim = Math.abs(final.value - held) < pulseMinW(s.deadBand);
   const plain = final.reason === 'soc' || trim || answersPulse(s, memory) || distance < pulseMinW(s.deadBand) || ramp;
+  // Readings further apart than the device's slot, or held samples: the pulse is sized for one slot and followed up
+  // by time.
+  if (!plain && (readingGap > SPARSE_SLOTS * s.slotMs || s.settings.heldMeter)) {
+    const reachable = batteryCheck(s, memory, final.value, held, way, answersPulse(s, memory) && way === memory.lastWay, held);
+    if (reachable === undefined) return hold('battery check', true);
+    // A held sample's age blurs a small step: only an appliance's gets a pulse.
+    const large = !s.settings.heldMeter || Math.abs(final.value - held) >= CHECKED_STEP_W;
+    const pulse = reachable === final.value && large ? overdrive(s, final.value, s.want.floor) : undefined;
+    memory.lastWay = way;
+    const reason = final.reason ?? (s.want.floored ? 'grid charge' : 'load');
+    if (!pulse) return { action: 'set', reason, setpoint: reachable, steady: true, ownMove: true };
+    memory.pulsed = final.value;
+    memory.pulsedAt = s.now;
+    return { action: 'set', reason: 'overdrive', setpoint: pulse.value, steady: false, startsPulse: pulse.pulse, ownMove: true };
+  }
   // A pulse goes past the need by at most the battery's distance from it.
   const past = Math.min(Math.max(0, (chosen.value - final.value) * way), distance);
   const limited = plain ? final : limit(final.value + way * past, s.settings, s.soc);
