@@ -80,12 +80,6 @@ const TOLERANCE_SHARE = 0.12;
 /** ...or within this much (W), for the meter's noise. */
 const TOLERANCE_W = 60;
 
-/**
- * A bend of a model's implied load beyond this (W) counts as this much: a load's step bends every model's by about its
- * size, and where it coincides with the battery's answer it must not favour the model that blames the battery for it.
- */
-const BEND_CAP_W = 600;
-
 /** A change of the implied load beyond this (W) is a load step, not the meter's noise. */
 const NOT_NOISE_W = 200;
 /**
@@ -107,8 +101,6 @@ export class PlantIdentifier {
   private implied: Float64Array | undefined;
   /** The implied loads of the reading before `implied`. */
   private before: Float64Array | undefined;
-  private impliedAt = 0;
-  private beforeAt = 0;
   private excitation = 0;
   private unseen: { delta: number; at: number }[] = [];
   private consistentModels: PlantModel[];
@@ -133,28 +125,12 @@ export class PlantIdentifier {
     this.before = undefined;
   }
 
-  /**
-   * How much model `i`'s implied load bends at the reading before this one (W): the change of its slope, on the scale
-   * of a change between readings, so readings at uneven gaps weigh alike; a bend beyond BEND_CAP_W counts as that.
-   * 0 until two readings came before.
-   */
-  private bend(implied: number, i: number, at: number): number {
-    if (!this.implied || !this.before) return 0;
-    const gap = Math.max(1, at - this.impliedAt);
-    const gapBefore = Math.max(1, this.impliedAt - this.beforeAt);
-    const slope = (implied - this.implied[i]!) / gap;
-    const slopeBefore = (this.implied[i]! - this.before[i]!) / gapBefore;
-    return Math.min(BEND_CAP_W, (Math.abs(slope - slopeBefore) * (gap + gapBefore)) / 2);
-  }
-
   /** A grid reading at `at`, once every setpoint that may show in it is in `history`. */
   observe(grid: number, at: number, history: readonly Step[], base: number): void {
     const implied = new Float64Array(this.models.length);
     for (let i = 0; i < this.models.length; i++) {
       implied[i] = grid + response(this.models[i]!, history, base, at);
-      this.cost[i] =
-        this.cost[i]! * FORGET +
-        (process.env.BEND ? this.bend(implied[i]!, i, at) : this.implied ? Math.abs(implied[i]! - this.implied[i]!) : 0);
+      this.cost[i] = this.cost[i]! * FORGET + (this.implied ? Math.abs(implied[i]! - this.implied[i]!) : 0);
     }
     if (this.implied && this.before) {
       // A change of the change: a ramp (a cloud over the PV) changes the load steadily, that is no noise.
@@ -169,8 +145,6 @@ export class PlantIdentifier {
     }
     this.before = this.implied;
     this.implied = implied;
-    this.beforeAt = this.impliedAt;
-    this.impliedAt = at;
     this.excitation *= FORGET;
     for (let i = 0; i < this.models.length; i++) this.missed[i] = this.missed[i]! * FORGET;
     while (this.unseen.length && this.unseen[0]!.at + SEEN_AFTER_MS <= at) this.excitation += this.unseen.shift()!.delta;

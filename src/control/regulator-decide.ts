@@ -3,12 +3,17 @@
  * with one named reason out, and what to record. No I/O and no hidden state: the regulator's facade records the
  * intent in the sent room (src/control/regulator-sent.ts) and keeps `Memory` for the next decision.
  *
- * The rules, each in one place: a move only where the whole interval of wanted setpoints lies beyond the dead band
- * (move()); inside it, a pulse where the readings showed the battery slower than at the start (boost()); a trim waits
- * for a second reading (confirmedTrim()); more of a large move's way than a stopped battery explains waits for a read
- * of 6000 (batteryCheck()); a battery short of a charge holds no setpoint beyond the house's export (shortfallNeed());
- * one move gets one pulse, and a ramp none (move()); a reading that shows a new load ends a pulse held at a limit
- * (decideReading()).
+ * The law is a deadbeat on the plant family (deadbeatMove()): at each reading each consistent plant gives the setpoint
+ * that lands its battery on its need by the time the next setpoint acts, and the least far of them is taken, where all
+ * lie beyond the dead band. The need it heads to is what the regulator stands behind; a setpoint past it is a pulse,
+ * brought back towards it by the next readings (shrink()). The rules, each in one place: a need held within the band
+ * moves nothing (settled, nothing is sent); a move back waits for a whole band, or a pulse's worth just after a move;
+ * a trim waits for a second reading (trimOf()); one move gets one pulse, and a trim or a ramp none; at the need, one
+ * pulse speeds a battery slower than its move's plants (speedUp()); readings further apart than the device's slot get
+ * a pulse of one slot followed up by time (regulator-pulse.ts); more of a large move's way than a stopped battery
+ * explains waits for a read of 6000 (batteryCheck()); the start and a battery that falls short move plainly to the
+ * nearest wanted setpoint (plainMove()), and a battery short of a charge holds no setpoint beyond the house's export
+ * (shortfallNeed()).
  */
 import { response } from './plant-family';
 import { beyondBand, band, limit, wanted, type Snapshot, type Wanted } from './regulator-bounds';
@@ -23,20 +28,15 @@ const CHECKED_STEP_W = 500;
 
 /** What the decisions remember from one reading to the next; returned with each intent, kept by the facade. */
 export interface Memory {
-  /**
-   * The way (+1 up, -1 down) of the last move that had its pulse (from the start, or added once the readings showed the
-   * battery slower); 0 when it had none. One is enough.
-   */
-  boosted: number;
+  /** The way (+1 up, -1 down) of the last move. */
   lastWay?: number;
   lastReadingAt?: number;
+  /** From the reading before to this one (ms). */
   readingGap?: number;
-  /** The need the last move stood behind (see deadbeatMove). */
-  need?: number;
   /** The need that had its pulse, and when: one per need (see speedUp). */
   pulsed?: number;
   pulsedAt?: number;
-  /** A trim the last reading asked for (see confirmedTrim). */
+  /** A trim the last reading asked for (see trimOf). */
   trimAsked?: { wanted: number; reading: number };
   /** The large move whose followers are checked: when it started, its value and way, until when (see batteryCheck). */
   checkWindow?: { move: number; value: number; way: number; until: number };
@@ -126,62 +126,42 @@ export function decideReading(s: ReadingSnapshot): Intent {
   memory.readingGap = memory.lastReadingAt === undefined ? undefined : s.now - memory.lastReadingAt;
   memory.lastReadingAt = s.now;
   const { want, pulse } = s;
-  // A battery that falls short of a deadbeat's pulse: the pulse ends on its need.
-  if (process.env.LAW3 && s.shortfall !== undefined && s.steady !== undefined && s.acknowledged !== s.steady)
-    return { action: 'set', reason: 'load', setpoint: s.steady, steady: true, ownMove: true, memory };
+  // A battery that falls short of a pulse: it ends on its need.
+  if (s.shortfall !== undefined && s.steady !== undefined && s.acknowledged !== s.steady)
+    return { action: 'set', reason: 'load', setpoint: s.steady, steady: true, endsPulse: true, ownMove: true, memory };
   if (!pulse) return { ...move(s, memory, s.acknowledged), memory };
-  // A held pulse ends when the reading shows a new load; otherwise its follow-up is due by time, above the floor this
-  // reading's load sets.
+  // A pulse of one slot is followed up by time, above the floor this reading's load sets, unless the reading shows a
+  // new load.
   if (!beyondBand(s, want, pulse.final)) return { action: 'follow-up', reason: 'settling', floor: want.floor, memory };
-  // The move starts from what the pulse was heading to: from the pulse's own value, the edge nearest to it would
-  // overshoot while a slow battery is still answering.
+  // The move starts from what the pulse was heading to.
   const moved = move(s, memory, pulse.final);
   if (moved.action === 'set' || s.acknowledged === pulse.final) return { ...moved, endsPulse: true, memory };
   return { ...moved, action: 'set', reason: 'load', setpoint: pulse.final, steady: true, endsPulse: true, memory };
 }
 
-/** The decision on a reading with no pulse under way: a move (plain or with a pulse) when the load asks for it. */
+/** The decision on a reading with no pulse of one slot under way. */
 function move(s: ReadingSnapshot, memory: Memory, current: number | undefined): Outcome {
-  if (process.env.LAW3 && current !== undefined && s.shortfall === undefined) return deadbeatMove(s, current, memory);
-  const { want, now } = s;
+  return current !== undefined && s.shortfall === undefined ? deadbeatMove(s, current, memory) : plainMove(s, current);
+}
+
+/**
+ * The start (to the middle of the wanted setpoints) and a battery that falls short (steered from what it delivers, to
+ * the nearest edge of them, where the whole interval lies beyond the dead band): plain moves.
+ */
+function plainMove(s: ReadingSnapshot, current: number | undefined): Outcome {
+  const { want } = s;
   let reason: DecisionReason = current === undefined ? 'start' : want.floored ? 'grid charge' : 'load';
   const need = shortfallNeed(s);
   if (need && current !== undefined && current < need.value - s.deadBand)
     return { action: 'set', reason: need.reason, setpoint: need.value, steady: true, ownMove: true };
-  if (current !== undefined && !beyondBand(s, want, current)) return boost(s, memory, current);
+  if (current !== undefined && !beyondBand(s, want, current)) return hold(want.high - want.low > 2 * s.deadBand ? 'settling' : 'dead band');
   const edge = current === undefined ? (want.low + want.high) / 2 : want.low > current ? want.low : want.high;
   // Short, no further than that need: what the battery cannot deliver now it would deliver once the cap lifts.
-  const wanted = need ? Math.max(edge, need.value) : edge;
-
-  const limited = limit(confirmedTrim(s, memory, wanted, current, reason) ?? wanted, s.settings, s.soc);
+  const limited = limit(need ? Math.max(edge, need.value) : edge, s.settings, s.soc);
   if (limited.reason) reason = limited.reason;
-  const next = limited.value;
   const [below, above] = current === undefined ? [0, 0] : band(s, current, want.high - want.low);
-  if (current !== undefined && next >= below && next <= above) return hold(reason);
-  if (memory.trimAsked?.reading === s.readings) return hold('dead band');
-  // One move, one pulse: while the battery still answers a move that had its pulse, a trim or more of the same way gets
-  // none. A trim would get a pulse sized for all the way a slow battery still has to go (an overshoot); more of the
-  // same way is also what a battery falling short of its setpoint looks like until a read-back shows it (a wind-up).
-  const way = Math.sign(next - (current ?? next));
-  const lastAck = s.plant.history.at(-1)?.ackAt ?? -Infinity;
-  const answering =
-    memory.boosted !== 0 &&
-    (way === memory.boosted || Math.abs(next - current!) < pulseMinW(s.deadBand)) &&
-    now < lastAck + showsMs(s.plant);
-  // A stop at a SOC limit needs no haste; a ramp is followed step by step.
-  const plain =
-    current === undefined ||
-    reason === 'soc' ||
-    s.shortfall !== undefined ||
-    answering ||
-    continuesRamp(s.plant, next - current, now);
-  const reachable = current === undefined ? next : batteryCheck(s, memory, next, current, way, answering && way === memory.boosted);
-  if (reachable === undefined) return hold('battery check', true);
-  const pulse = plain || reachable !== next ? undefined : overdrive(s, next, want.floor);
-  if (!answering) memory.boosted = pulse === undefined ? 0 : way;
-  if (pulse !== undefined)
-    return { action: 'set', reason: 'overdrive', setpoint: pulse.value, steady: false, startsPulse: pulse.pulse, ownMove: true };
-  return { action: 'set', reason, setpoint: reachable, steady: true, ownMove: true };
+  if (current !== undefined && limited.value >= below && limited.value <= above) return hold(reason);
+  return { action: 'set', reason, setpoint: limited.value, steady: true, ownMove: true };
 }
 
 /**
@@ -263,64 +243,48 @@ function startOfMove(plant: PlantView, way: number, now: number): number {
   return from;
 }
 
-/**
- * A trim (a move of the load's setpoint under TRIM_BANDS dead bands) waits for the next reading to ask for it the same
- * way, and then goes to the mean of the two: on a noisy meter one reading at the band's edge would set the grid at the
- * other edge, and the next such reading would move it back (a reversal). Returns the mean once confirmed; undefined
- * otherwise (the trim then waits: `trimAsked` is this reading's).
- */
-function confirmedTrim(s: ReadingSnapshot, memory: Memory, wanted: number, current: number | undefined, reason: DecisionReason) {
-  const asked = memory.trimAsked;
-  memory.trimAsked = undefined;
-  if (current === undefined || reason !== 'load' || s.shortfall !== undefined || Math.abs(wanted - current) >= TRIM_BANDS * s.deadBand)
-    return undefined;
-  // A trim that continues a ramp is its tail, no noise: the setpoint is still behind the load.
-  if (continuesRamp(s.plant, wanted - current, s.now)) return undefined;
-  if (asked && asked.reading === s.readings - 1 && Math.sign(asked.wanted - current) === Math.sign(wanted - current))
-    return (asked.wanted + wanted) / 2;
-  memory.trimAsked = { wanted, reading: s.readings };
-  return undefined;
-}
-
-/** Inside the dead band: the readings may have shown the battery slower than the fastest plant of the start, then a pulse speeds it on. */
-function boost(s: ReadingSnapshot, memory: Memory, current: number): Outcome {
-  const last = s.plant.history.at(-1);
-  const ramp = last !== undefined && continuesRamp(s.plant, current - valueBefore(s.plant, 1), last.startAt, 1);
-  const pulse = memory.boosted !== 0 || ramp || s.shortfall !== undefined ? undefined : overdrive(s, current, s.want.floor);
-  if (pulse !== undefined) {
-    memory.boosted = Math.sign(pulse.value - current);
-    return { action: 'set', reason: 'overdrive', setpoint: pulse.value, steady: false, startsPulse: pulse.pulse, ownMove: true };
-  }
-  return hold(s.want.high - s.want.low > 2 * s.deadBand ? 'settling' : 'dead band');
-}
-
-/** A deadbeat's pulse lands the battery on the need within this many of its lags (at least a reading's gap)... */
+/** A deadbeat lands the battery on its need within this many of its lags, at least by when the next setpoint acts. */
 const HORIZON_LAGS = 0.5;
 /** Readings more than this many device slots apart get a pulse of one slot, followed up by time. */
 const SPARSE_SLOTS = 1.5;
-/** ...and a move back of less than this (W) waits: the meter's noise or a ramp's zig-zag, not a new load. */
+/** A move back of less than this (W) just after a move waits: the meter's noise or a ramp's zig-zag, not a new load. */
 const REVERSAL_WAIT_W = 150;
 
-/** One consistent plant's view of a reading: its need, floor, the battery when a setpoint acts, and what a slot keeps. */
+/** One consistent plant's view of a reading: its need and floor, the battery when a setpoint acts, what a horizon keeps. */
 type Plan = { need: number; floor: number; ahead: number; keeps: number };
 
 /** The setpoint that lands this plant's battery on `need` by the horizon, never below its floor. */
 const deadbeat = (p: Plan, need: number) => Math.max((need - p.ahead * p.keeps) / (1 - p.keeps), p.floor);
 
-function deadbeatMove(s: ReadingSnapshot, current: number, memory: Memory): Outcome {
+/** The battery still answers the last pulse (its delay and two lags under the slowest plant have not passed). */
+const answersPulse = (s: ReadingSnapshot, memory: Memory) => memory.pulsedAt !== undefined && s.now < memory.pulsedAt + showsMs(s.plant);
+
+/**
+ * Each consistent plant's view of the reading. A setpoint sent now acts until the next one does: that is decided at the
+ * first reading after its answer, so the horizon is a reading's gap, or two where the answers take that long.
+ */
+function plansOf(s: ReadingSnapshot, memory: Memory): Plan[] {
   const { history, base, models } = s.plant;
-  // A pulse lasts until the setpoint after it acts: decided at the first reading after its acknowledgement.
   const last = history.at(-1);
   const answerMs = last ? last.ackAt - last.startAt : 0;
   const readingGap = memory.readingGap ?? s.slotMs;
-  const gap = Math.max(s.slotMs, readingGap * Math.ceil((answerMs + 1) / readingGap));
-  const plans: Plan[] = models.map((model) => {
+  const horizon = Math.max(s.slotMs, readingGap * Math.ceil((answerMs + 1) / readingGap));
+  return models.map((model) => {
     const modelShown = response(model, history, base, s.now);
+    // Where the battery is known (a read of 6000, a group's estimate), each plant starts from there.
     const shown = Math.min(s.battery[1], Math.max(s.battery[0], modelShown));
     const { low: need, floor } = wanted(s.grid, shown, shown, false, s.settings);
     const ahead = response(model, history, base, s.now + model.delayMs) + (shown - modelShown);
-    return { need, floor, ahead, keeps: Math.exp(-Math.max(gap, HORIZON_LAGS * model.lagMs) / model.lagMs) };
+    return { need, floor, ahead, keeps: Math.exp(-Math.max(horizon, HORIZON_LAGS * model.lagMs) / model.lagMs) };
   });
+}
+
+/**
+ * The law (see the file's head): from the need stood behind (`held`) to a new one where every plant's deadbeat lies
+ * beyond the band; otherwise a pulse in force shrinks, or a battery slower than its move's plants gets one pulse.
+ */
+function deadbeatMove(s: ReadingSnapshot, current: number, memory: Memory): Outcome {
+  const plans = plansOf(s, memory);
   const held = s.steady ?? current;
   const [heldBelow, heldAbove] = band(s, held);
   const pulsing = current < heldBelow || current > heldAbove;
@@ -338,85 +302,101 @@ function deadbeatMove(s: ReadingSnapshot, current: number, memory: Memory): Outc
   const [below, above] = band(s, held, atHigh.value - atLow.value);
   const chosen = atLow.value > above ? atLow : atHigh.value < below ? atHigh : undefined;
   if (!chosen) return settle();
-  // The need moves the way the deadbeat does, or stays (a plant that thinks the battery further behind needs less).
+  // The need moves the way the deadbeat does, or stays (a plant that thinks the battery further behind needs less);
+  // from a held sample of unknown age, to the nearest need any battery position of its age allows.
   const way = Math.sign(chosen.value - held);
-  // A held sample of unknown age: the nearest need any battery position of its age allows.
   const need = s.settings.heldMeter ? (way > 0 ? s.want.low : s.want.high) : chosen.need;
   const final = limit(Math.round(way > 0 ? Math.max(need, held) : Math.min(need, held)), s.settings, s.soc);
-  // A move back soon after a move (before it has shown under the slowest plant) is noise or a zig-zag unless large.
-  // Any move back needs a whole dead band.
+  // Any move back needs a whole dead band; just after a move (before it has shown), a pulse's worth.
+  const last = s.plant.history.at(-1);
   const recent = last !== undefined && s.now < last.ackAt + showsMs(s.plant);
   const back = memory.lastWay !== undefined && way !== memory.lastWay;
   const wait = back ? (recent ? REVERSAL_WAIT_W : s.deadBand) : 0;
   if ((final.value >= heldBelow && final.value <= heldAbove) || Math.abs(final.value - held) <= wait) return settle();
-  // While the battery answers a pulse, a small change of its need is the models' disagreement, not a new load.
+  // While the battery answers a pulse, a small change of its need is the plants' disagreement, not a new load.
   if (answersPulse(s, memory) && Math.abs(final.value - held) < SHORT_W) return settle();
+  const ramp = continuesRamp(s.plant, final.value - held, s.now);
+  const trimmed = trimOf(s, memory, final.value, held, way, ramp);
+  if (trimmed === undefined) return settle();
+  return moveTo(s, memory, { ...final, value: trimmed }, chosen.value, held, current, ramp);
+}
+
+/**
+ * A trim (a move under TRIM_BANDS dead bands) waits for the next reading to ask for it the same way, then goes to the
+ * mean of the two: on a noisy meter one reading at the band's edge would set the grid at the other edge, and the next
+ * such reading would move it back. Undefined while it waits; a ramp's tail is no noise.
+ */
+function trimOf(s: ReadingSnapshot, memory: Memory, value: number, held: number, way: number, ramp: boolean): number | undefined {
   const asked = memory.trimAsked;
   memory.trimAsked = undefined;
-  const ramp = continuesRamp(s.plant, final.value - held, s.now);
-  // A trim waits for the next reading to ask for it the same way, then goes to the mean of the two (noise).
-  if (!ramp && Math.abs(final.value - held) < TRIM_BANDS * s.deadBand) {
-    if (!asked || asked.reading !== s.readings - 1 || Math.sign(asked.wanted - held) !== way) {
-      memory.trimAsked = { wanted: final.value, reading: s.readings };
-      return settle();
-    }
-    final.value = Math.round((asked.wanted + final.value) / 2);
-  }
-  const battery = (s.battery[0] + s.battery[1]) / 2;
-  const distance = Math.abs(final.value - battery);
-  // One move, one pulse: a trim (under a pulse's worth) gets none, nor more of the same way while the battery still
-  // answers a pulse.
-  const trim = Math.abs(final.value - held) < pulseMinW(s.deadBand);
-  const plain = final.reason === 'soc' || trim || answersPulse(s, memory) || distance < pulseMinW(s.deadBand) || ramp;
-  // Readings further apart than the device's slot, or held samples: the pulse is sized for one slot and followed up
-  // by time.
-  if (!plain && (readingGap > SPARSE_SLOTS * s.slotMs || s.settings.heldMeter)) {
-    const reachable = batteryCheck(s, memory, final.value, held, way, answersPulse(s, memory) && way === memory.lastWay, held);
+  if (ramp || Math.abs(value - held) >= TRIM_BANDS * s.deadBand) return value;
+  if (asked && asked.reading === s.readings - 1 && Math.sign(asked.wanted - held) === way) return Math.round((asked.wanted + value) / 2);
+  memory.trimAsked = { wanted: value, reading: s.readings };
+  return undefined;
+}
+
+/**
+ * The move to `final` (the new need), with the deadbeat's `value`: a pulse past the need by at most the battery's
+ * distance from it, where the move is worth one (no trim, no ramp, not while the battery answers one, not at a SOC
+ * limit); of one slot and followed up by time where readings come further apart than that, or as held samples.
+ */
+function moveTo(
+  s: ReadingSnapshot,
+  memory: Memory,
+  final: { value: number; reason?: DecisionReason },
+  value: number,
+  held: number,
+  current: number,
+  ramp: boolean,
+): Outcome {
+  const way = Math.sign(final.value - held);
+  const distance = Math.abs(final.value - (s.battery[0] + s.battery[1]) / 2);
+  const small = Math.abs(final.value - held) < pulseMinW(s.deadBand) || distance < pulseMinW(s.deadBand);
+  const plain = final.reason === 'soc' || small || ramp || answersPulse(s, memory);
+  const reason = final.reason ?? (s.want.floored ? 'grid charge' : 'load');
+  const checked = (next: number) => batteryCheck(s, memory, next, held, way, answersPulse(s, memory) && way === memory.lastWay, held);
+  if (!plain && ((memory.readingGap ?? 0) > SPARSE_SLOTS * s.slotMs || s.settings.heldMeter)) {
+    const reachable = checked(final.value);
     if (reachable === undefined) return hold('battery check', true);
     // A held sample's age blurs a small step: only an appliance's gets a pulse.
     const large = !s.settings.heldMeter || Math.abs(final.value - held) >= CHECKED_STEP_W;
     const pulse = reachable === final.value && large ? overdrive(s, final.value, s.want.floor) : undefined;
     memory.lastWay = way;
-    const reason = final.reason ?? (s.want.floored ? 'grid charge' : 'load');
     if (!pulse) return { action: 'set', reason, setpoint: reachable, steady: true, ownMove: true };
     memory.pulsed = final.value;
     memory.pulsedAt = s.now;
     return { action: 'set', reason: 'overdrive', setpoint: pulse.value, steady: false, startsPulse: pulse.pulse, ownMove: true };
   }
-  // A pulse goes past the need by at most the battery's distance from it.
-  const past = Math.min(Math.max(0, (chosen.value - final.value) * way), distance);
-  const limited = plain ? final : limit(final.value + way * past, s.settings, s.soc);
-  const reachable = batteryCheck(s, memory, limited.value, held, way, answersPulse(s, memory) && way === memory.lastWay, held);
+  const past = plain ? 0 : Math.min(Math.max(0, (value - final.value) * way), distance);
+  const limited = limit(final.value + way * past, s.settings, s.soc);
+  const reachable = checked(limited.value);
   if (reachable === undefined) return hold('battery check', true);
   // Held at a limit: nothing new to send.
   const [nearBelow, nearAbove] = band(s, current);
   if (reachable >= nearBelow && reachable <= nearAbove) return hold(limited.reason ?? 'dead band');
   memory.lastWay = way;
-  const reason = limited.reason ?? final.reason ?? (s.want.floored ? 'grid charge' : 'load');
   // Within the band past the need, the need itself.
-  if ((reachable - final.value) * way <= s.deadBand)
-    return { action: 'set', reason, setpoint: (reachable - final.value) * way > 0 ? final.value : reachable, steady: true, ownMove: true };
+  if ((reachable - final.value) * way <= s.deadBand) {
+    const setpoint = (reachable - final.value) * way > 0 ? final.value : reachable;
+    return { action: 'set', reason: limited.reason ?? reason, setpoint, steady: true, ownMove: true };
+  }
   memory.pulsed = final.value;
   memory.pulsedAt = s.now;
   return { action: 'set', reason: 'overdrive', setpoint: reachable, steady: false, behind: final.value, ownMove: true };
 }
 
-/** The battery still answers the last pulse (its delay and two lags under the slowest plant have not passed). */
-const answersPulse = (s: ReadingSnapshot, memory: Memory) => memory.pulsedAt !== undefined && s.now < memory.pulsedAt + showsMs(s.plant);
-
 /**
  * At the need stood behind, the battery still far from it under every plant the readings allow (slower than the
- * plants of the move's start): one pulse per need speeds it on, the least far of the plants' deadbeats.
+ * plants of the move's start): one pulse per need speeds it on, the least far of the plants' deadbeats. Not on a
+ * ramp, nor on a held sample (its age makes any battery look slow).
  */
 function speedUp(s: ReadingSnapshot, memory: Memory, held: number, plans: Plan[], needs: { low: number; high: number }): Outcome {
   const quiet = hold(needs.high - needs.low > 2 * s.deadBand ? 'settling' : 'dead band');
-  // A held sample makes any battery look slow: no pulse on it.
   if (memory.pulsed === held || answersPulse(s, memory) || s.shortfall !== undefined || s.settings.heldMeter) return quiet;
   const values = plans.map((p) => deadbeat(p, held));
   const [low, high] = [Math.min(...values), Math.max(...values)];
   const way = low > held ? 1 : high < held ? -1 : 0;
-  const battery = (s.battery[0] + s.battery[1]) / 2;
-  const distance = Math.abs(held - battery);
+  const distance = Math.abs(held - (s.battery[0] + s.battery[1]) / 2);
   const last = s.plant.history.at(-1);
   const ramp = last !== undefined && continuesRamp(s.plant, last.value - valueBefore(s.plant, 1), last.startAt, 1);
   if (way === 0 || distance < pulseMinW(s.deadBand) || ramp) return quiet;
@@ -430,7 +410,8 @@ function speedUp(s: ReadingSnapshot, memory: Memory, held: number, plans: Plan[]
 
 /**
  * A pulse past the need stood behind comes back towards it: the least far of the plants' deadbeats, never beyond the
- * last setpoint nor back past the need; it ends on the need within the band, or once some plant is there.
+ * last setpoint nor back past the need; it ends on the need within the band, or once some plant is there. Each write
+ * costs a request: a pulse shrinks by a pulse's worth at least.
  */
 function shrink(s: ReadingSnapshot, current: number, held: number, plans: Plan[]): Outcome {
   const way = Math.sign(current - held);
@@ -438,7 +419,6 @@ function shrink(s: ReadingSnapshot, current: number, held: number, plans: Plan[]
   const least = plans.reduce((best, p) => way * Math.min(best * way, deadbeat(p, held) * way), current);
   const value = (least - held) * way < 0 ? held : least;
   if (there || (value - held) * way <= s.deadBand) return { action: 'set', reason: 'load', setpoint: held, steady: true, ownMove: true };
-  // Each write costs a request: a pulse shrinks by a pulse's worth at least.
   if (Math.abs(value - current) < pulseMinW(s.deadBand)) return hold('settling');
   return { action: 'set', reason: 'overdrive', setpoint: Math.round(value), steady: false, behind: held, ownMove: true };
 }

@@ -110,7 +110,7 @@ export class Regulator {
   private readonly knowsPlant: PlantKnowledge;
   private readonly knowsMeter: MeterReadings;
   private readonly sent = new SentCommands();
-  private memory: Memory = { boosted: 0 };
+  private memory: Memory = {};
 
   constructor(settings: RegulatorSettings, now: number) {
     this.current = settings;
@@ -274,7 +274,7 @@ export class Regulator {
     const load = this.knowsMeter.unitLeft(() => estimate.shown(this.knowsMeter.lastReading));
     if (load === undefined) return undefined;
     this.sent.endPulse();
-    this.memory = { ...this.memory, boosted: 0 };
+    this.memory = { ...this.memory, pulsedAt: undefined };
     estimate.unitLeft(now + Math.max(...this.knowsPlant.identifier.consistent().map(settleMs)));
     const want = wanted(grid, load - grid, load - grid, false, this.settings);
     this.knowsMeter.floor = want.floor;
