@@ -194,7 +194,9 @@ function settlingS(trace: Trace[], fromS: number, toS: number, target = 0, band 
  * by time or by reading, head to the same need.
  */
 function pulseStarts<T extends Decision>(sent: T[]): T[] {
-  return sent.filter((d, i) => d.reason === 'overdrive' && (i === 0 || sent[i - 1].reason !== 'overdrive' || sent[i - 1].steady !== d.steady));
+  return sent.filter(
+    (d, i) => d.reason === 'overdrive' && (i === 0 || sent[i - 1].reason !== 'overdrive' || sent[i - 1].steady !== d.steady),
+  );
 }
 
 /** Changes of direction of the setpoints sent between fromS and toS. */

@@ -21,7 +21,7 @@ import { SHORT_W, continuesRamp, modelInterval, shortMarginW, showsMs, valueBefo
 import { overdrive, pulseMinW, type Pulse } from './regulator-pulse';
 import type { Decision, DecisionAction, DecisionReason, OnTimeout } from './regulator-types';
 
-/** A move of the setpoint under this many dead bands is a trim: it needs two readings (see confirmedTrim). */
+/** A move of the setpoint under this many dead bands is a trim: it needs two readings (see trimOf). */
 const TRIM_BANDS = 2;
 /** A plain step this large (W) is checked for a shortfall as a pulse is: an appliance's; a ramp's first move is smaller. */
 const CHECKED_STEP_W = 500;
@@ -250,7 +250,7 @@ const SPARSE_SLOTS = 1.5;
 /** A move back of less than this (W) just after a move waits: the meter's noise or a ramp's zig-zag, not a new load. */
 const REVERSAL_WAIT_W = 150;
 
-/** One consistent plant's view of a reading: its need and floor, the battery when a setpoint acts, what a horizon keeps. */
+/** A consistent plant's view of a reading: its need, its floor, the battery when a setpoint acts, what the horizon keeps. */
 type Plan = { need: number; floor: number; ahead: number; keeps: number };
 
 /** The setpoint that lands this plant's battery on `need` by the horizon, never below its floor. */

@@ -16,24 +16,14 @@
  * delays and lags on a grid from the fastest plant the regulator is built for, `fast`, to the slowest, `slow`). At
  * first every model counts; the readings then rule out those whose implied load L = g + b_model shows a bump where a
  * setpoint moved (the battery's own response taken for a load change). The battery's power as the meter shows it now
- * lies between the consistent models' outputs, so the load lies in [g + b_lo, g + b_hi]. The regulator moves only
- * when that whole interval says so (beyond the dead band), and then only to the interval's edge nearest the present
- * setpoint. While the last move is still showing, the interval is wide and the lag cannot be mistaken for a load
- * change: no overshoot and no reversal caused by the battery's own response, for any plant the readings allow (a
- * Smith predictor whose model is a set of plants). Once the models have settled the interval is a point: L = g + s,
- * and one step lands on the load. A load change during a transient still moves the setpoint when it is larger than
- * the models' disagreement.
- *
- * The overdrive: a lag of 1.5 s needs 5.5 s to bring a 2 kW step within 50 W. Once the readings have shown the lag, a
- * large move starts with a pulse beyond its value, sized so that the battery reaches the value one request later, when
- * the value itself follows at once (ahead of waiting reads). Each consistent model gives its own pulse; the one that
- * goes least far is sent, so no plant the readings allow overshoots (the others arrive later, as without a pulse). At
- * a power limit the pulse lasts several requests; its follow-up is due by time (tick()), not by the next reading, and a
- * reading that shows a new load ends it (the next move starts from the pulse's value, not from the pulse). A pulse
- * goes past its value by at most the move itself, each follow-up at most as far as the one before, and never below
- * the grid-charging floor. One move gets one pulse: while the battery still answers it, a trim or more of the same way
- * gets none. A move at most twice the moves the same way that have not shown yet continues a ramp (a cloud over the
- * PV, seen late by a slow meter): it gets no pulse, which would zig-zag behind it. The dead band is widened to three
+ * lies between the consistent models' outputs, so the load lies in [g + b_lo, g + b_hi]. At each reading each
+ * consistent model gives the setpoint that lands its battery on its need by the time the next setpoint acts (a
+ * deadbeat), and the least far of them is sent where all lie beyond the dead band (regulator-decide.ts): no plant the
+ * readings allow overshoots. The need it heads to is what the regulator stands behind; a setpoint past it is a pulse,
+ * brought back towards it by the next readings. While the last move is still showing, the models disagree and the
+ * lag cannot be mistaken for a load change (a Smith predictor whose model is a set of plants). One move gets one pulse,
+ * a ramp (a cloud over the PV, seen late by a slow meter) none; readings further apart than the device's slot get a
+ * pulse of one slot followed up by time (tick()), ahead of waiting reads. The dead band is widened to three
  * times the meter's noise (to 100 W at most), so that noise does not move a setpoint that the narrowed models no
  * longer shield; it leans toward import (a move down at half the band of export, up at a whole band of import). A
  * meter that holds its sample between refreshes (the device's own) repeats it: a repeat moves nothing. Its new sample
