@@ -48,7 +48,7 @@ export interface ReadingSnapshot extends Snapshot {
   /** The battery's power the reading's load was taken with, [low, high] (W). */
   battery: [number, number];
   want: Wanted;
-  /** The pulse in force. */
+  /** The pulse of one slot in force. */
   pulse: Readonly<Pulse> | undefined;
   /** What the battery delivers where it falls short of every model (W, signed like 6000; steered from there). */
   shortfall: number | undefined;
@@ -61,8 +61,8 @@ export interface ReadingSnapshot extends Snapshot {
 }
 
 /**
- * The decision on a reading. 'follow-up': the pulse in force goes on, with this reading's floor, its next setpoint due
- * by time. `setpoint` with 'set' goes out (`steady`: no pulse's value); `startsPulse` starts with it; `endsPulse`: the
+ * The decision on a reading. 'follow-up': the pulse of one slot in force goes on, with this reading's floor, its next
+ * setpoint due by time. `setpoint` with 'set' goes out (`steady`: no pulse's value); `startsPulse` starts with it; `endsPulse`: the
  * pulse in force ends; `ownMove`: the setpoint moved of its own (a follow-up's gap no longer shows the queue's pace).
  */
 export interface Intent {
@@ -74,7 +74,7 @@ export interface Intent {
   startsPulse?: Pulse;
   endsPulse?: boolean;
   ownMove?: boolean;
-  /** A pulse without follow-ups: the need it heads to, what the regulator stands behind. */
+  /** A deadbeat's pulse (planned again at each reading, no follow-ups): the need it heads to, stood behind. */
   behind?: number;
   memory: Memory;
 }
