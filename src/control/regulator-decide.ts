@@ -352,7 +352,8 @@ function moveTo(
   const way = Math.sign(final.value - held);
   const distance = Math.abs(final.value - (s.battery[0] + s.battery[1]) / 2);
   const small = Math.abs(final.value - held) < pulseMinW(s.deadBand) || distance < pulseMinW(s.deadBand);
-  const plain = final.reason === 'soc' || small || ramp || answersPulse(s, memory);
+  // Just after a unit left, the group's plant pulses each unit by its own lag.
+  const plain = final.reason === 'soc' || small || ramp || answersPulse(s, memory) || s.now < s.pulsesUntil;
   const reason = final.reason ?? (s.want.floored ? 'grid charge' : 'load');
   const checked = (next: number) => batteryCheck(s, memory, next, held, way, answersPulse(s, memory) && way === memory.lastWay, held);
   if (!plain && ((memory.readingGap ?? 0) > SPARSE_SLOTS * s.slotMs || s.settings.heldMeter)) {
@@ -392,7 +393,8 @@ function moveTo(
  */
 function speedUp(s: ReadingSnapshot, memory: Memory, held: number, plans: Plan[], needs: { low: number; high: number }): Outcome {
   const quiet = hold(needs.high - needs.low > 2 * s.deadBand ? 'settling' : 'dead band');
-  if (memory.pulsed === held || answersPulse(s, memory) || s.shortfall !== undefined || s.settings.heldMeter) return quiet;
+  const unitLeft = s.now < s.pulsesUntil;
+  if (memory.pulsed === held || answersPulse(s, memory) || s.shortfall !== undefined || s.settings.heldMeter || unitLeft) return quiet;
   const values = plans.map((p) => deadbeat(p, held));
   const [low, high] = [Math.min(...values), Math.max(...values)];
   const way = low > held ? 1 : high < held ? -1 : 0;
