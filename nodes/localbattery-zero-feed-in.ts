@@ -106,13 +106,15 @@ export = function (RED: NodeAPI) {
       return;
     }
     const config = settings;
+    /** The last reading's decision: the status keeps its grid once the setpoint it sent is acknowledged. */
+    let lastDecision: Decision | undefined;
     const names = unitNames(devices.map((d) => d.name || d.client?.host || d.id));
     const group =
       ids.length > 1
         ? new GroupPlant(
             sessions.map((s, i) => ({ id: names[i]!, session: s })),
             config.regulator,
-            { unitFailure: (id, error) => unitWarning(id, error), changed: () => status(undefined) },
+            { unitFailure: (id, error) => unitWarning(id, error), changed: () => status(lastDecision) },
           )
         : undefined;
     let closed = false;
@@ -123,11 +125,12 @@ export = function (RED: NodeAPI) {
       decision: (decision) => {
         if (closed) return;
         node.send(zeroFeedInMessage(decision, zero, group?.report()));
+        lastDecision = decision;
         status(decision);
       },
       changed: () => {
         warned = undefined;
-        status(undefined);
+        status(lastDecision);
       },
       failure: (error) => {
         if (closed) return;

@@ -39,6 +39,16 @@ describe('localbattery-zero-feed-in node', function () {
     should(simulator.stats.violations).be.empty();
   });
 
+  it("the status keeps the last reading's grid once the setpoint it sent is acknowledged", async function () {
+    simulator = await startSimulator({ workingMode: 5 });
+    const { node } = await load(simulator, {});
+    node.receive({ payload: 600 });
+    await until(() => simulator.controlState === STATE_CODES.discharge, 10000, 'discharging');
+    // The acknowledgement's status comes after the decision's: it used to drop the grid until the next reading.
+    await until(() => lastStatus(node)?.shape === 'dot' && lastStatus(node)?.fill !== 'blue', 5000, 'the acknowledged status');
+    should(lastStatus(node)?.text).match(/^↓ \d+ W · grid \+600 W/);
+  });
+
   it('closes the loop through the simulated house: the meter comes to about 0 W', async function () {
     simulator = await startSimulator({ workingMode: 5 });
     const { node } = await load(simulator);
