@@ -8,12 +8,14 @@
  * lie beyond the dead band. The need it heads to is what the regulator stands behind; a setpoint past it is a pulse,
  * brought back towards it by the next readings (shrink()). The rules, each in one place: a need held within the band
  * moves nothing (settled, nothing is sent); a move back waits for a whole band, or a pulse's worth just after a move;
- * a trim waits for a second reading (trimOf()); one move gets one pulse, and a trim or a ramp none; at the need, one
+ * a trim waits for a second reading (confirmedTrim()); one move gets one pulse, and a trim or a ramp none; at the need, one
  * pulse speeds a battery slower than its move's plants (speedUp()); readings further apart than the device's slot get
  * a pulse of one slot followed up by time (regulator-pulse.ts); more of a large move's way than a stopped battery
- * explains waits for a read of 6000 (batteryCheck()); the start and a battery that falls short move plainly to the
- * nearest wanted setpoint (plainMove()), and a battery short of a charge holds no setpoint beyond the house's export
- * (shortfallNeed()).
+ * explains waits for a read of 6000 (batteryCheck()); a battery short of a charge holds no setpoint beyond the house's
+ * export (shortfallNeed()). The start, a battery that falls short and a group (its plant estimates its units' power:
+ * a point, no plant of the family) take the law of the needs' interval (edgeMove()): a move where the whole interval
+ * lies beyond the dead band, to its nearest edge, a pulse of one slot for a large one, and inside the band one pulse
+ * where the readings showed the battery slower (boost()).
  */
 import { response } from './plant-family';
 import { beyondBand, band, limit, wanted, type Snapshot, type Wanted } from './regulator-bounds';
@@ -21,13 +23,18 @@ import { SHORT_W, continuesRamp, modelInterval, shortMarginW, showsMs, valueBefo
 import { overdrive, pulseMinW, type Pulse } from './regulator-pulse';
 import type { Decision, DecisionAction, DecisionReason, OnTimeout } from './regulator-types';
 
-/** A move of the setpoint under this many dead bands is a trim: it needs two readings (see trimOf). */
+/** A move of the setpoint under this many dead bands is a trim: it needs two readings (see confirmedTrim). */
 const TRIM_BANDS = 2;
 /** A plain step this large (W) is checked for a shortfall as a pulse is: an appliance's; a ramp's first move is smaller. */
 const CHECKED_STEP_W = 500;
 
 /** What the decisions remember from one reading to the next; returned with each intent, kept by the facade. */
 export interface Memory {
+  /**
+   * The interval law's (edgeMove): the way (+1 up, -1 down) of the last move that had its pulse (from the start, or
+   * added once the readings showed the battery slower); 0 when it had none. One is enough.
+   */
+  boosted: number;
   /** The way (+1 up, -1 down) of the last move. */
   lastWay?: number;
   lastReadingAt?: number;
@@ -36,7 +43,7 @@ export interface Memory {
   /** The need that had its pulse, and when: one per need (see speedUp). */
   pulsed?: number;
   pulsedAt?: number;
-  /** A trim the last reading asked for (see trimOf). */
+  /** A trim the last reading asked for (see confirmedTrim). */
   trimAsked?: { wanted: number; reading: number };
   /** The large move whose followers are checked: when it started, its value and way, until when (see batteryCheck). */
   checkWindow?: { move: number; value: number; way: number; until: number };
@@ -127,7 +134,7 @@ export function decideReading(s: ReadingSnapshot): Intent {
   memory.lastReadingAt = s.now;
   const { want, pulse } = s;
   // A battery that falls short of a pulse: it ends on its need.
-  if (s.shortfall !== undefined && s.steady !== undefined && s.acknowledged !== s.steady)
+  if (!pulse && !s.estimate && s.shortfall !== undefined && s.steady !== undefined && s.acknowledged !== s.steady)
     return { action: 'set', reason: 'load', setpoint: s.steady, steady: true, endsPulse: true, ownMove: true, memory };
   if (!pulse) return { ...move(s, memory, s.acknowledged), memory };
   // A pulse of one slot is followed up by time, above the floor this reading's load sets, unless the reading shows a
@@ -141,27 +148,52 @@ export function decideReading(s: ReadingSnapshot): Intent {
 
 /** The decision on a reading with no pulse of one slot under way. */
 function move(s: ReadingSnapshot, memory: Memory, current: number | undefined): Outcome {
-  return current !== undefined && s.shortfall === undefined ? deadbeatMove(s, current, memory) : plainMove(s, current);
+  const deadbeat = current !== undefined && s.shortfall === undefined && !s.estimate;
+  return deadbeat ? deadbeatMove(s, current, memory) : edgeMove(s, memory, current);
 }
 
 /**
- * The start (to the middle of the wanted setpoints) and a battery that falls short (steered from what it delivers, to
- * the nearest edge of them, where the whole interval lies beyond the dead band): plain moves.
+ * The law of the needs' interval: a move only where the whole interval of wanted setpoints lies beyond the dead band,
+ * to its edge nearest the setpoint in force, with a pulse of one slot for a large one (regulator-pulse.ts). For the
+ * start, a battery that falls short (steered from what it delivers) and a group, whose plant estimates its units'
+ * power itself: that estimate is a point, no plant of the family, so the deadbeat has no plants to plan with.
  */
-function plainMove(s: ReadingSnapshot, current: number | undefined): Outcome {
-  const { want } = s;
+function edgeMove(s: ReadingSnapshot, memory: Memory, current: number | undefined): Outcome {
+  const { want, now } = s;
   let reason: DecisionReason = current === undefined ? 'start' : want.floored ? 'grid charge' : 'load';
   const need = shortfallNeed(s);
   if (need && current !== undefined && current < need.value - s.deadBand)
     return { action: 'set', reason: need.reason, setpoint: need.value, steady: true, ownMove: true };
-  if (current !== undefined && !beyondBand(s, want, current)) return hold(want.high - want.low > 2 * s.deadBand ? 'settling' : 'dead band');
+  if (current !== undefined && !beyondBand(s, want, current)) return boost(s, memory, current);
   const edge = current === undefined ? (want.low + want.high) / 2 : want.low > current ? want.low : want.high;
   // Short, no further than that need: what the battery cannot deliver now it would deliver once the cap lifts.
-  const limited = limit(need ? Math.max(edge, need.value) : edge, s.settings, s.soc);
+  const wanted = need ? Math.max(edge, need.value) : edge;
+
+  const limited = limit(confirmedTrim(s, memory, wanted, current, reason) ?? wanted, s.settings, s.soc);
   if (limited.reason) reason = limited.reason;
+  const next = limited.value;
   const [below, above] = current === undefined ? [0, 0] : band(s, current, want.high - want.low);
-  if (current !== undefined && limited.value >= below && limited.value <= above) return hold(reason);
-  return { action: 'set', reason, setpoint: limited.value, steady: true, ownMove: true };
+  if (current !== undefined && next >= below && next <= above) return hold(reason);
+  if (memory.trimAsked?.reading === s.readings) return hold('dead band');
+  // One move, one pulse: while the battery still answers a move that had its pulse, a trim or more of the same way gets
+  // none. A trim would get a pulse sized for all the way a slow battery still has to go (an overshoot); more of the
+  // same way is also what a battery falling short of its setpoint looks like until a read-back shows it (a wind-up).
+  const way = Math.sign(next - (current ?? next));
+  const lastAck = s.plant.history.at(-1)?.ackAt ?? -Infinity;
+  const answering =
+    memory.boosted !== 0 &&
+    (way === memory.boosted || Math.abs(next - current!) < pulseMinW(s.deadBand)) &&
+    now < lastAck + showsMs(s.plant);
+  // A stop at a SOC limit needs no haste; a ramp is followed step by step.
+  const plain =
+    current === undefined || reason === 'soc' || s.shortfall !== undefined || answering || continuesRamp(s.plant, next - current, now);
+  const reachable = current === undefined ? next : batteryCheck(s, memory, next, current, way, answering && way === memory.boosted);
+  if (reachable === undefined) return hold('battery check', true);
+  const pulse = plain || reachable !== next ? undefined : overdrive(s, next, want.floor);
+  if (!answering) memory.boosted = pulse === undefined ? 0 : way;
+  if (pulse !== undefined)
+    return { action: 'set', reason: 'overdrive', setpoint: pulse.value, steady: false, startsPulse: pulse.pulse, ownMove: true };
+  return { action: 'set', reason, setpoint: reachable, steady: true, ownMove: true };
 }
 
 /**
@@ -243,6 +275,37 @@ function startOfMove(plant: PlantView, way: number, now: number): number {
   return from;
 }
 
+/**
+ * A trim (a move of the load's setpoint under TRIM_BANDS dead bands) waits for the next reading to ask for it the same
+ * way, and then goes to the mean of the two: on a noisy meter one reading at the band's edge would set the grid at the
+ * other edge, and the next such reading would move it back (a reversal). Returns the mean once confirmed; undefined
+ * otherwise (the trim then waits: `trimAsked` is this reading's).
+ */
+function confirmedTrim(s: ReadingSnapshot, memory: Memory, wanted: number, current: number | undefined, reason: DecisionReason) {
+  const asked = memory.trimAsked;
+  memory.trimAsked = undefined;
+  if (current === undefined || reason !== 'load' || s.shortfall !== undefined || Math.abs(wanted - current) >= TRIM_BANDS * s.deadBand)
+    return undefined;
+  // A trim that continues a ramp is its tail, no noise: the setpoint is still behind the load.
+  if (continuesRamp(s.plant, wanted - current, s.now)) return undefined;
+  if (asked && asked.reading === s.readings - 1 && Math.sign(asked.wanted - current) === Math.sign(wanted - current))
+    return (asked.wanted + wanted) / 2;
+  memory.trimAsked = { wanted, reading: s.readings };
+  return undefined;
+}
+
+/** Inside the dead band: the readings may have shown the battery slower than the fastest plant of the start, then a pulse speeds it on. */
+function boost(s: ReadingSnapshot, memory: Memory, current: number): Outcome {
+  const last = s.plant.history.at(-1);
+  const ramp = last !== undefined && continuesRamp(s.plant, current - valueBefore(s.plant, 1), last.startAt, 1);
+  const pulse = memory.boosted !== 0 || ramp || s.shortfall !== undefined ? undefined : overdrive(s, current, s.want.floor);
+  if (pulse !== undefined) {
+    memory.boosted = Math.sign(pulse.value - current);
+    return { action: 'set', reason: 'overdrive', setpoint: pulse.value, steady: false, startsPulse: pulse.pulse, ownMove: true };
+  }
+  return hold(s.want.high - s.want.low > 2 * s.deadBand ? 'settling' : 'dead band');
+}
+
 /** A deadbeat lands the battery on its need within this many of its lags, at least by when the next setpoint acts. */
 const HORIZON_LAGS = 0.5;
 /** Readings more than this many device slots apart get a pulse of one slot, followed up by time. */
@@ -316,23 +379,9 @@ function deadbeatMove(s: ReadingSnapshot, current: number, memory: Memory): Outc
   // While the battery answers a pulse, a small change of its need is the plants' disagreement, not a new load.
   if (answersPulse(s, memory) && Math.abs(final.value - held) < SHORT_W) return settle();
   const ramp = continuesRamp(s.plant, final.value - held, s.now);
-  const trimmed = trimOf(s, memory, final.value, held, way, ramp);
-  if (trimmed === undefined) return settle();
-  return moveTo(s, memory, { ...final, value: trimmed }, chosen.value, held, current, ramp);
-}
-
-/**
- * A trim (a move under TRIM_BANDS dead bands) waits for the next reading to ask for it the same way, then goes to the
- * mean of the two: on a noisy meter one reading at the band's edge would set the grid at the other edge, and the next
- * such reading would move it back. Undefined while it waits; a ramp's tail is no noise.
- */
-function trimOf(s: ReadingSnapshot, memory: Memory, value: number, held: number, way: number, ramp: boolean): number | undefined {
-  const asked = memory.trimAsked;
-  memory.trimAsked = undefined;
-  if (ramp || Math.abs(value - held) >= TRIM_BANDS * s.deadBand) return value;
-  if (asked && asked.reading === s.readings - 1 && Math.sign(asked.wanted - held) === way) return Math.round((asked.wanted + value) / 2);
-  memory.trimAsked = { wanted: value, reading: s.readings };
-  return undefined;
+  const trimmed = confirmedTrim(s, memory, final.value, held, 'load');
+  if (memory.trimAsked?.reading === s.readings) return settle();
+  return moveTo(s, memory, { ...final, value: Math.round(trimmed ?? final.value) }, chosen.value, held, current, ramp);
 }
 
 /**
@@ -352,8 +401,7 @@ function moveTo(
   const way = Math.sign(final.value - held);
   const distance = Math.abs(final.value - (s.battery[0] + s.battery[1]) / 2);
   const small = Math.abs(final.value - held) < pulseMinW(s.deadBand) || distance < pulseMinW(s.deadBand);
-  // Just after a unit left, the group's plant pulses each unit by its own lag.
-  const plain = final.reason === 'soc' || small || ramp || answersPulse(s, memory) || s.now < s.pulsesUntil;
+  const plain = final.reason === 'soc' || small || ramp || answersPulse(s, memory);
   const reason = final.reason ?? (s.want.floored ? 'grid charge' : 'load');
   const checked = (next: number) => batteryCheck(s, memory, next, held, way, answersPulse(s, memory) && way === memory.lastWay, held);
   if (!plain && ((memory.readingGap ?? 0) > SPARSE_SLOTS * s.slotMs || s.settings.heldMeter)) {
@@ -393,8 +441,7 @@ function moveTo(
  */
 function speedUp(s: ReadingSnapshot, memory: Memory, held: number, plans: Plan[], needs: { low: number; high: number }): Outcome {
   const quiet = hold(needs.high - needs.low > 2 * s.deadBand ? 'settling' : 'dead band');
-  const unitLeft = s.now < s.pulsesUntil;
-  if (memory.pulsed === held || answersPulse(s, memory) || s.shortfall !== undefined || s.settings.heldMeter || unitLeft) return quiet;
+  if (memory.pulsed === held || answersPulse(s, memory) || s.shortfall !== undefined || s.settings.heldMeter) return quiet;
   const values = plans.map((p) => deadbeat(p, held));
   const [low, high] = [Math.min(...values), Math.max(...values)];
   const way = low > held ? 1 : high < held ? -1 : 0;

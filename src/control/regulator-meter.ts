@@ -44,7 +44,7 @@ export class MeterReadings {
     return this.silent;
   }
 
-  /** New readings so far (see trimOf in regulator-decide.ts). */
+  /** New readings so far (see confirmedTrim in regulator-decide.ts). */
   get readings(): number {
     return this.count;
   }

@@ -100,7 +100,7 @@ export class Regulator {
   private readonly knowsPlant: PlantKnowledge;
   private readonly knowsMeter: MeterReadings;
   private readonly sent = new SentCommands();
-  private memory: Memory = {};
+  private memory: Memory = { boosted: 0 };
 
   constructor(settings: RegulatorSettings, now: number) {
     this.current = settings;
@@ -159,6 +159,11 @@ export class Regulator {
   /** A setpoint in flight or an overdrive under way: the device's slots are this regulator's. */
   get moving(): boolean {
     return this.sent.moving;
+  }
+
+  /** A pulse of one slot is in force: its follow-ups come by time (a deadbeat's pulse has none). */
+  get followsUp(): boolean {
+    return this.sent.pulse !== undefined;
   }
 
   get soc(): number | undefined {
@@ -264,7 +269,7 @@ export class Regulator {
     const load = this.knowsMeter.unitLeft(() => estimate.shown(this.knowsMeter.lastReading));
     if (load === undefined) return undefined;
     this.sent.endPulse();
-    this.memory = { ...this.memory, pulsedAt: undefined };
+    this.memory = { ...this.memory, boosted: 0, pulsedAt: undefined };
     estimate.unitLeft(now + Math.max(...this.knowsPlant.identifier.consistent().map(settleMs)));
     const want = wanted(grid, load - grid, load - grid, false, this.settings);
     this.knowsMeter.floor = want.floor;

@@ -46,7 +46,7 @@ export class Actuator {
   private checkedAt = -Infinity;
   /** The setpoint last sent again where nothing told whether the device had dropped it: once is enough. */
   private resentBlind: number | undefined;
-  /** The last setpoint sent was an overdrive's. */
+  /** The last setpoint sent was a deadbeat's pulse (it ends with the next reading's setpoint). */
   private overdriven = false;
 
   constructor(private readonly parts: ActuatorParts) {}
@@ -62,9 +62,9 @@ export class Actuator {
       // An overdrive heads to its steady setpoint, bounded by the mode like the pulse.
       const overdrive = decision.reason === 'overdrive';
       const steady = overdrive && decision.steady !== undefined ? bound(decision.steady) : undefined;
-      // A reading's setpoint after an overdrive ends it, as a last follow-up does.
+      // A reading's setpoint after a deadbeat's pulse ends it, as a last follow-up ends a pulse of one slot.
       const endsPulse = this.overdriven && !overdrive;
-      this.overdriven = overdrive;
+      this.overdriven = overdrive && !this.parts.regulator.followsUp;
       sent = this.send(decision.setpoint!, urgent, undefined, steady, false, endsPulse);
     } else if (decision.action === 'standby') sent = this.send(0);
     else if (decision.action === 'self-consumption') sent = this.parts.selfConsumption();
