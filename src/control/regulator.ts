@@ -23,8 +23,10 @@
  * brought back towards it by the next readings. While the last move is still showing, the models disagree and the
  * lag cannot be mistaken for a load change (a Smith predictor whose model is a set of plants). One move gets one pulse,
  * a ramp (a cloud over the PV, seen late by a slow meter) none; readings further apart than the device's slot get a
- * pulse of one slot followed up by time (tick()), ahead of waiting reads. The dead band is widened to three
- * times the meter's noise (to 100 W at most), so that noise does not move a setpoint that the narrowed models no
+ * pulse of one slot followed up by time (tick()), ahead of waiting reads. A group's plant estimates its units' power
+ * itself (a point, no plant of the family): it keeps the interval law, a move to the interval's edge nearest the
+ * setpoint where the whole interval lies beyond the dead band, with pulses of one slot. The dead band is widened to
+ * three times the meter's noise (to 100 W at most), so that noise does not move a setpoint that the narrowed models no
  * longer shield; it leans toward import (a move down at half the band of export, up at a whole band of import). A
  * meter that holds its sample between refreshes (the device's own) repeats it: a repeat moves nothing. Its new sample
  * was taken since the reading before, so the battery's power then lies between the 6000 read with the two readings:
