@@ -8,8 +8,8 @@
  * lie beyond the dead band. The need it heads to is what the regulator stands behind; a setpoint past it is a pulse,
  * brought back towards it by the next readings (shrink()). The rules, each in one place: a need held within the band
  * moves nothing (settled, nothing is sent); a move back waits for a whole band, or a pulse's worth just after a move;
- * a trim waits for a second reading (confirmedTrim()); one move gets one pulse, and a trim or a ramp none; at the need, one
- * pulse speeds a battery slower than its move's plants (speedUp()); readings further apart than the device's slot get
+ * a trim waits for a second reading (confirmedTrim()); one move gets one pulse, and a trim or a ramp none; at the need,
+ * one pulse speeds a battery slower than its move's plants (speedUp()); readings further apart than the device's slot get
  * a pulse of one slot followed up by time (regulator-pulse.ts); more of a large move's way than a stopped battery
  * explains waits for a read of 6000 (batteryCheck()); a battery short of a charge holds no setpoint beyond the house's
  * export (shortfallNeed()). The start, a battery that falls short and a group (its plant estimates its units' power:
@@ -148,8 +148,8 @@ export function decideReading(s: ReadingSnapshot): Intent {
 
 /** The decision on a reading with no pulse of one slot under way. */
 function move(s: ReadingSnapshot, memory: Memory, current: number | undefined): Outcome {
-  const deadbeat = current !== undefined && s.shortfall === undefined && !s.estimate;
-  return deadbeat ? deadbeatMove(s, current, memory) : edgeMove(s, memory, current);
+  const planned = current !== undefined && s.shortfall === undefined && !s.estimate;
+  return planned ? deadbeatMove(s, current, memory) : edgeMove(s, memory, current);
 }
 
 /**
