@@ -4,7 +4,7 @@
  * evcc's mode passes through, and the mode in force goes out again after a redeploy without a new message.
  */
 import 'should';
-import { helper } from './support';
+import { helper, redeploy } from './support';
 import { CORE_NODES, example, settle, type FlowNode, until } from './examples-support';
 
 const MODES = 'modes';
@@ -48,9 +48,9 @@ describe('the tariff examples map prices and evcc onto battery modes', function 
     return modes[modes.length - 1];
   }
   /** A full deploy of the same flow: the mode in force comes again without a new message. */
-  async function redeploy(): Promise<string> {
+  async function modeAfterRedeploy(): Promise<string> {
     modes = [];
-    await helper.setFlows(flow, 'full');
+    await redeploy(flow, 'full');
     listen();
     await until(() => modes.length > 0, 5000, 'the mode in force after the redeploy');
     return modes[0];
@@ -106,9 +106,9 @@ describe('the tariff examples map prices and evcc onto battery modes', function 
 
     it('after a redeploy the mode in force goes out again, with no new schedule', async () => {
       (await modeFor(schedule('best save', true, false))).should.equal('hold');
-      (await redeploy()).should.equal('hold');
+      (await modeAfterRedeploy()).should.equal('hold');
       (await modeFor(schedule('lowest price', true, false))).should.equal('charge');
-      (await redeploy()).should.equal('charge');
+      (await modeAfterRedeploy()).should.equal('charge');
     });
   });
 
@@ -124,7 +124,7 @@ describe('the tariff examples map prices and evcc onto battery modes', function 
 
     it("after a redeploy evcc's last mode goes out again, with no new message", async () => {
       (await modeFor({ topic: 'evcc/site/batteryMode', payload: 'charge' })).should.equal('charge');
-      (await redeploy()).should.equal('charge');
+      (await modeAfterRedeploy()).should.equal('charge');
     });
   });
 });

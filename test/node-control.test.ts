@@ -9,7 +9,7 @@ import readNode = require('../nodes/localbattery-read');
 import { REAL_TIME, WORKING_MODES, pointByName, writePointByAddress, type ReadPoint } from '../src/points/catalogue';
 import { CONTROL_DEFAULTS, MAX_CONTROL_SECONDS, STATE_CODES } from '../src/control/control';
 import type { DeviceSimulator } from '../src/simulator';
-import { PASSWORD, deviceConfig, helper, startSimulator } from './support';
+import { PASSWORD, deviceConfig, helper, redeploy, startSimulator } from './support';
 import {
   type EditorUnderTest,
   inEnglish,
@@ -371,7 +371,7 @@ describe('localbattery-control node', function () {
     await control(-800);
     simulator.changeWorkingMode(WORKING_MODES.find((m) => m.value !== REAL_TIME.mode)!.value);
     const reads = simulator.stats.byOperation['Vendor.GetData'] ?? 0;
-    await helper.setFlows(
+    await redeploy(
       deployed.map((n) => (n.id === 'control1' ? { ...n, name: 'redeployed' } : n)),
       'full',
       credentials,

@@ -11,7 +11,7 @@ import passwordNode = require('../nodes/localbattery-password');
 import { READ_POINTS, WRITE_POINTS } from '../src/points/catalogue';
 import { DeviceClient } from '../src/device/client';
 import type { DeviceSimulator } from '../src/simulator';
-import { PASSWORD, deviceConfig, helper, startSimulator } from './support';
+import { PASSWORD, deviceConfig, helper, redeploy, startSimulator } from './support';
 import { inEnglish, lastStatus, nextInput, onlyLoopbackUdp, sleep, statusesOf, text, until } from './node-support';
 
 type Middleware = ((req: { headers: Record<string, string> }, res: any, next: () => void) => void) & { permission?: string };
@@ -467,7 +467,7 @@ describe('localbattery-device config node', function () {
       should(lastStatus(helper.getNode('info2'))).eql(unauthorized);
 
       // A node deployed later (config node unchanged) shows the known state at once.
-      await helper.setFlows([...flow, ...info('info3')], 'nodes', device.credentials);
+      await redeploy([...flow, ...info('info3')], 'nodes', device.credentials);
       should(lastStatus(helper.getNode('info3'))).eql(unauthorized);
     });
 
@@ -777,7 +777,7 @@ describe('localbattery-device config node', function () {
       simulator = await startSimulator({ slowDelayMs: 1500 });
       const { client, record, flow, credentials } = await busyFlow('slow');
       const renamed = flow.map((n) => (n.id === 'info1' ? { ...n, name: 'renamed' } : n));
-      await helper.setFlows(renamed, 'full', credentials);
+      await redeploy(renamed, 'full', credentials);
       should(client.queueSize).equal(0);
       const fresh: DeviceClient = helper.getNode('device1').client;
       should(fresh).not.equal(client);
@@ -796,7 +796,7 @@ describe('localbattery-device config node', function () {
     it('a full redeploy lets the request in flight finish: the next arrives after its answer, the 1 s interval kept', async function () {
       simulator = await startSimulator({ slowDelayMs: 1500 });
       const { flow, credentials } = await busyFlow('slow', [{ id: 'neighbour', type: 'slow-close' }]);
-      await helper.setFlows(flow, 'full', credentials);
+      await redeploy(flow, 'full', credentials);
       const output = nextInput(helper.getNode('info1-out'));
       helper.getNode('info1').receive({});
       await output;

@@ -3,7 +3,7 @@ import should from 'should';
 import { REAL_TIME } from '../src/points/catalogue';
 import { STATE_CODES } from '../src/control/control';
 import type { DeviceSimulator } from '../src/simulator';
-import { PASSWORD, helper, startSimulator } from './support';
+import { PASSWORD, helper, redeploy, startSimulator } from './support';
 import { lastStatus, nextInput, statusesOf, until } from './node-support';
 import { KETTLE_HOUSE, feedMeter, load, writes } from './zero-feed-in-support';
 
@@ -72,7 +72,7 @@ describe('localbattery-zero-feed-in node: stops, redeploys and exits', function 
     node.receive({ payload: 600 });
     await until(() => simulator.controlState === STATE_CODES.discharge, 10000, 'discharging');
     const seen = [...statusesOf(node)];
-    await helper.setFlows(
+    await redeploy(
       flow.map((n) => (n.id === 'zero1' ? { ...n, name: 'renamed' } : n)),
       'full',
       credentials,
@@ -141,7 +141,7 @@ describe('localbattery-zero-feed-in node: stops, redeploys and exits', function 
     node.receive({ payload: 600 });
     await until(() => simulator.controlState === STATE_CODES.discharge, 10000, 'discharging');
     // Only this node is redeployed: it hands back (self-consumption), the queue remembers that write of the mode.
-    await helper.setFlows(
+    await redeploy(
       flow.map((n) => (n.id === 'zero1' ? { ...n, name: 'renamed' } : n)),
       'nodes',
       credentials,

@@ -11,6 +11,8 @@ helper.init(process.env.NODE_RED_RUNTIME || require.resolve('node-red'));
 const internals = helper as unknown as {
   _RED: { hooks: unknown; version(): string };
   _registryUtil?: { createNodeApi(node: unknown): Record<string, unknown> };
+  _events: { once(event: string, listener: () => void): void };
+  _redNodes: { setFlows(flow: unknown[], credentials: Record<string, unknown>, type: string): Promise<unknown> };
 };
 const registryUtil = internals._registryUtil;
 if (registryUtil) {
@@ -68,6 +70,17 @@ export function deviceConfig(simulator: DeviceSimulator, id = 'device1', extra: 
 }
 
 export { helper };
+
+/**
+ * A deploy of `flow` (as the editor's: 'full', 'flows' or 'nodes'), done once its nodes have started. The helper's own
+ * setFlows gives them 300 ms and then fails with "timeout waiting event": on a busy machine a redeploy takes longer
+ * (a CI run failed so). Bounded by the test's own timeout.
+ */
+export async function redeploy(flow: unknown[], type = 'full', credentials: Record<string, unknown> = {}): Promise<void> {
+  const started = new Promise<void>((resolve) => internals._events.once('flows:started', resolve));
+  await internals._redNodes.setFlows(flow, credentials, type);
+  await started;
+}
 
 /**
  * Job options whose onStart tells when the job's request has gone out: what is asked after it waits for the next
