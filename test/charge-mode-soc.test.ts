@@ -172,7 +172,7 @@ describe('charge mode reaching its SOC mid-run', function () {
     await until(() => (watch(), arrived.every((at) => at !== undefined)), 30000, 'both units at the SOC');
     // They take as long (split by 100 % instead: 6.6 and 12.8 s).
     const took = [0, 1].map((i) => (arrived[i]! - started[i]!) / 1000);
-    Math.abs(took[0]! - took[1]!).should.be.belowOrEqual(1.5, `seconds to the SOC: ${took.join(', ')}`);
+    Math.abs(took[0] - took[1]).should.be.belowOrEqual(1.5, `seconds to the SOC: ${took.join(', ')}`);
     await until(() => reachedSoc(decisions), 20000, 'the group at the SOC');
     await until(() => held(first) === 0 && held(second) === 0, 3000, 'both in standby');
     for (const sim of [first, second]) sim.exactSoc.should.be.within(TARGET_SOC - 0.5, TARGET_SOC + 0.01);
