@@ -11,7 +11,6 @@ declare module 'node-red-node-test-helper' {
     unload(): Promise<void>;
     getNode(id: string): TestNode;
     clearFlows(): Promise<void>;
-    setFlows(flow: unknown[], type?: string, credentials?: Record<string, unknown>): Promise<void>;
     request(): any;
     startServer(callback?: () => void): Promise<void>;
     stopServer(callback?: () => void): Promise<void>;
