@@ -185,6 +185,18 @@ describe('charge mode reaching its SOC mid-run', function () {
     failures.should.eql([]);
   });
 
+  it('a group given a reading before its SOCs were read: the charge waits for them, and is split by the room left from the first write', async () => {
+    const [first, second] = await units([TARGET_SOC - 2, TARGET_SOC - 5]);
+    const { controller, decisions } = charge(3000);
+    // A busy host: the first reading comes before the start's reads have answered.
+    controller.reading(first.meterPower);
+    // Polled far more often than a unit takes a write (1 s): a first split that did not know the SOCs is seen.
+    await until(() => held(first) < 0 && held(second) < 0, 8000, 'both units charging');
+    should(held(second) / held(first)).be.approximately(5 / 2, 0.1);
+    // The first setpoint of the mode was decided knowing the SOC (the group's).
+    should(decisions.find((d) => d.action === 'set')?.soc).be.a.Number();
+  });
+
   it('the node: at the SOC the status and the message say so, and normal steers again with grid charging back off', async () => {
     const [sim] = await units([TARGET_SOC - 2]);
     const device = deviceConfig(sim);

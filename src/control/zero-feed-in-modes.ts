@@ -192,6 +192,8 @@ export class ModeRoom {
     const { regulator, now, voice } = this.parts;
     const mode = this.modeNow as 'charge' | 'standby';
     if (grid !== undefined) this.fixedReading = { grid, at: now() };
+    // The charge waits for the first read of the SOC: a group splits it by each unit's room up to the mode's SOC.
+    if (mode === 'charge' && regulator.soc === undefined) return;
     const fixed = fixedSetpoint(mode, this.chargeMode, regulator.soc, this.fixedCharging);
     const key = `${fixed.watts} ${fixed.soc ?? ''}`;
     const change = key !== this.fixedSent;
