@@ -7,6 +7,8 @@
 import should from 'should';
 import { groupLongRun, benchHouse, type LongRunOptions } from './group-long-run';
 import { meterWatts } from '../src/control/meter-check';
+import { generateCase } from '../src/simulator/house-generator';
+import type { Decision } from '../src/control/regulator';
 import type { HouseScenario } from '../src/simulator';
 
 const ONE: LongRunOptions['units'] = [{ key: 'a', model: '2000', initialSoc: 50, deadTimeS: 1, lagS: 2 }];
@@ -75,6 +77,35 @@ describe('meter check (src/control/meter-check.ts): a meter that cannot be right
     should(record.meterFaults).be.empty();
     should(record.errorWh).be.belowOrEqual(right.errorWh * 1.2 + 0.1);
     should(record.samples.at(-1)!.units[0].b).be.approximately(-1200, 60);
+  });
+
+  it('a probe answered the right way ends the hold with the reading that answers it: its decision goes out', async () => {
+    // Tuning house gaps:31: a heat pump ramps up after the first move, so the readings rise with it and the check
+    // probes; the meter's next reading comes 5 s later, the load falling, and answers the probe. Held until the
+    // reading after it, the battery went on exporting 400-500 W for 5 s more.
+    const { house, plant } = generateCase('gaps', 31, 20, 2400);
+    const decisions: { t: number; decision: Decision }[] = [];
+    const record = await groupLongRun({
+      units: [{ key: 'a', model: '2000', initialSoc: 50, deadTimeS: plant.deadTimeS, lagS: plant.lagS }],
+      house: house.scenario,
+      seconds: 20,
+      sampleS: 0.1,
+      efficiency: 1,
+      alone: true,
+      meterFeed: plant.feed,
+      settings: { meterInterval: String(plant.meterIntervalS), meterTimeout: String(plant.meterTimeoutS) },
+      onDecision: (decision, t) => decisions.push({ t, decision }),
+    });
+    const probe = decisions.find((d) => d.decision.reason === 'meter check');
+    should(probe).be.ok();
+    const answer = record.readings.find((r) => r.t > probe!.t + 1e-6)!;
+    // The answer: the grid fell by far more than 30 % of the probe's 400 W.
+    should(answer.grid).be.below(probe!.decision.grid! - 400);
+    const next = decisions.find((d) => d.t > probe!.t + 1e-6);
+    should(next?.t).be.approximately(answer.t, 1e-6);
+    should(next!.decision).containEql({ action: 'set' });
+    should(next!.decision.setpoint).be.below(probe!.decision.setpoint!);
+    should(record.meterFaults).be.empty();
   });
 
   it('a right meter never raises the alarm: loads, a kettle, a cloud, a late meter, one device or a group', async () => {

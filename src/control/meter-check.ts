@@ -123,6 +123,16 @@ export class MeterCheck {
   }
 
   /**
+   * A reading (W, positive importing) before the regulator decides on it, while the loop holds for a probe's answer:
+   * where it answers the probe, the hold ends with it, and the regulator's decision on it goes out (a sparse meter's
+   * next reading may be seconds away). The fault it shows, if any; observe() follows with the same reading.
+   */
+  answer(grid: number): MeterFault | undefined {
+    if (this.confirmed || this.heldMeter || this.probeReadings === undefined) return undefined;
+    return this.judgeMove(grid, 0) ? 'inverted' : undefined;
+  }
+
+  /**
    * A reading the regulator took (W, positive importing) with the battery power it took for it (W, positive
    * discharging, measured or modelled), the setpoint the loop stands behind and `held`, the one before this reading's
    * decision (the battery's power where there was none); the fault it shows, if any.

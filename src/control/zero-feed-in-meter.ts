@@ -134,6 +134,11 @@ export class MeterInput {
     return this.check.holding;
   }
 
+  /** A reading before the regulator decides on it: a probe it answers ends the hold now (MeterCheck.answer). */
+  answer(grid: number): MeterFault | undefined {
+    return this.check.answer(grid);
+  }
+
   /** The check of a reading the regulator decided on, `held` the setpoint it stood behind before: the fault it shows. */
   verdict(grid: number, decision: Decision, held: number | undefined): MeterFault | undefined {
     return this.check.observe(grid, decision.battery, this.commanded, held);

@@ -193,6 +193,8 @@ export class ZeroFeedInController {
   private take(grid: number, given?: number, soc?: number): void {
     const snapshot = this.snapshot(grid, given, soc);
     if (!snapshot) return;
+    const answered = this.meter.answer(grid);
+    if (answered) return this.exits.stopForMeter(answered);
     const held = this.meter.commanded;
     const decision = this.regulator.meter(grid, this.now(), snapshot.battery);
     // While the meter check's probe shows, what the regulator decided is dropped (its models still learn the reading).
