@@ -76,6 +76,8 @@ export interface LongRunOptions {
   /** What a stop or disable leaves (default self-consumption), and grid charging (default off). */
   onStop?: OnStop;
   gridCharge?: boolean;
+  /** The controller is enabled (msg.enable = true) at this time (s): after a meter fault, the owner starts it again. */
+  enableAtS?: number;
   /** The controller is closed or disabled at the first step where `when` says so; the run goes on to `seconds`. */
   end?: { how: 'close' | 'disable'; when: (t: number, record: LongRecord) => boolean };
   /** How the meter gives its readings (default: W, import positive); a wrong one is what issue 34 catches. */
@@ -185,6 +187,11 @@ export class SimulatedUnit implements BatteryPlant {
     const repeat = last && values.every((v, i) => v === last.values[i]) && this.now() - last.at < CONTROL_DEFAULTS.repeatSeconds * 1000;
     if (repeat) return Promise.resolve(outcome);
     return this.enqueue({ kind: 'write', urgent: options.urgent, onStart: options.onStart, watts: outcome.watts }, () => {
+      // After a hand-back the mode is switched to real-time control first, as RealTimeController does: its own request.
+      if (this.sim.workingMode !== REAL_TIME.mode) {
+        this.sim.setData(REAL_TIME.modeAddress, [REAL_TIME.mode]);
+        this.free += PACE_MS;
+      }
       this.sim.setData(REAL_TIME.stateAddress, values);
       this.last = { values, at: this.now() + this.answerMs };
       this.writes++;
@@ -370,6 +377,7 @@ export async function groupLongRun(options: LongRunOptions): Promise<LongRecord>
           void settle().then(() => handedBack());
         }
       }
+      if (options.enableAtS !== undefined && k === Math.round(options.enableAtS / STEP_S)) zero.enable(true);
       const off = options.switchOff;
       if (off && record.offAt === undefined && house.simSeconds >= off.atS) {
         sims[off.unit].switchOff();

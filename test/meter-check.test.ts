@@ -108,6 +108,30 @@ describe('meter check (src/control/meter-check.ts): a meter that cannot be right
     should(record.meterFaults).be.empty();
   });
 
+  it('a right meter that tripped the check (a slow battery on a ramp): msg.enable = true steers again, the check starts over', async () => {
+    // Tuning house slow:31 (docs/benchmarks.md, "A meter that cannot be right"): a heat pump ramps 130 W/s while a
+    // battery with 1.8 s of dead time has not moved yet; the readings rise after the first move and after the probe.
+    const { house, plant } = generateCase('slow', 31, 45, 2400);
+    const record = await groupLongRun({
+      units: [{ key: 'a', model: '2000', initialSoc: 50, deadTimeS: plant.deadTimeS, lagS: plant.lagS }],
+      house: house.scenario,
+      seconds: 45,
+      sampleS: 0.5,
+      efficiency: 1,
+      alone: true,
+      meterFeed: plant.feed,
+      settings: { meterInterval: String(plant.meterIntervalS), meterTimeout: String(plant.meterTimeoutS) },
+      enableAtS: 15,
+    });
+    // The README's remedy where the meter is right: enabled again, it steers, and no second alarm comes.
+    should(record.meterFaults.map((f) => f.fault)).eql(['inverted']);
+    should(record.meterFaults[0].t).be.below(15);
+    const late = record.samples.filter((s) => s.t >= 35);
+    // Left in self-consumption (this battery gives 800 W there) the grid would reach 640 W by then.
+    should(Math.max(...late.map((s) => Math.abs(s.grid)))).be.below(300);
+    should(Math.min(...late.map((s) => s.units[0].s))).be.above(1000);
+  });
+
   it('a right meter never raises the alarm: loads, a kettle, a cloud, a late meter, one device or a group', async () => {
     for (const seed of [1, 2, 3]) {
       const alone = await groupLongRun({ units: ONE, house: benchHouse(seed), seconds: 100, sampleS: 1, efficiency: 1, alone: true });
