@@ -21,6 +21,24 @@ function run(house: HouseScenario, extra: Partial<LongRunOptions> = {}, units = 
   return groupLongRun({ units, house, seconds: 40, sampleS: 1, efficiency: 1, alone: true, ...extra });
 }
 
+/** A generated case of the tuning seeds (src/simulator/house-generator.ts) as the unseen-house benches run it. */
+function generated(condition: string, seed: number, seconds: number, extra: Partial<LongRunOptions>) {
+  const { house, plant } = generateCase(condition, seed, seconds, 2400);
+  const settings = { meterInterval: String(plant.meterIntervalS), meterTimeout: String(plant.meterTimeoutS) };
+  const units: LongRunOptions['units'] = [{ key: 'a', model: '2000', initialSoc: 50, deadTimeS: plant.deadTimeS, lagS: plant.lagS }];
+  return groupLongRun({
+    units,
+    house: house.scenario,
+    seconds,
+    sampleS: 0.1,
+    efficiency: 1,
+    alone: true,
+    meterFeed: plant.feed,
+    settings,
+    ...extra,
+  });
+}
+
 describe('meter check (src/control/meter-check.ts): a meter that cannot be right', function () {
   this.timeout(60000);
 
@@ -83,19 +101,8 @@ describe('meter check (src/control/meter-check.ts): a meter that cannot be right
     // Tuning house gaps:31: a heat pump ramps up after the first move, so the readings rise with it and the check
     // probes; the meter's next reading comes 5 s later, the load falling, and answers the probe. Held until the
     // reading after it, the battery went on exporting 400-500 W for 5 s more.
-    const { house, plant } = generateCase('gaps', 31, 20, 2400);
     const decisions: { t: number; decision: Decision }[] = [];
-    const record = await groupLongRun({
-      units: [{ key: 'a', model: '2000', initialSoc: 50, deadTimeS: plant.deadTimeS, lagS: plant.lagS }],
-      house: house.scenario,
-      seconds: 20,
-      sampleS: 0.1,
-      efficiency: 1,
-      alone: true,
-      meterFeed: plant.feed,
-      settings: { meterInterval: String(plant.meterIntervalS), meterTimeout: String(plant.meterTimeoutS) },
-      onDecision: (decision, t) => decisions.push({ t, decision }),
-    });
+    const record = await generated('gaps', 31, 20, { onDecision: (decision, t) => decisions.push({ t, decision }) });
     const probe = decisions.find((d) => d.decision.reason === 'meter check');
     should(probe).be.ok();
     const answer = record.readings.find((r) => r.t > probe!.t + 1e-6)!;
@@ -111,18 +118,7 @@ describe('meter check (src/control/meter-check.ts): a meter that cannot be right
   it('a right meter that tripped the check (a slow battery on a ramp): msg.enable = true steers again, the check starts over', async () => {
     // Tuning house slow:31 (docs/benchmarks.md, "A meter that cannot be right"): a heat pump ramps 130 W/s while a
     // battery with 1.8 s of dead time has not moved yet; the readings rise after the first move and after the probe.
-    const { house, plant } = generateCase('slow', 31, 45, 2400);
-    const record = await groupLongRun({
-      units: [{ key: 'a', model: '2000', initialSoc: 50, deadTimeS: plant.deadTimeS, lagS: plant.lagS }],
-      house: house.scenario,
-      seconds: 45,
-      sampleS: 0.5,
-      efficiency: 1,
-      alone: true,
-      meterFeed: plant.feed,
-      settings: { meterInterval: String(plant.meterIntervalS), meterTimeout: String(plant.meterTimeoutS) },
-      enableAtS: 15,
-    });
+    const record = await generated('slow', 31, 45, { enableAtS: 15 });
     // The README's remedy where the meter is right: enabled again, it steers, and no second alarm comes.
     should(record.meterFaults.map((f) => f.fault)).eql(['inverted']);
     should(record.meterFaults[0].t).be.below(15);
