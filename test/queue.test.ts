@@ -212,6 +212,39 @@ describe('device queue (one per device, sessions per user)', function () {
         (error: Error) => error,
       );
 
+    it('spaces the next request from when the bytes were written: a pause of the process after the slot brings none early', async () => {
+      // Two real requests; between the first's slot and its write the process pauses 300 ms (a garbage collection).
+      const arrivals = await withServer(async (options) => {
+        let pauses = 1;
+        const stalling: QueueMember = {
+          ...new Member(),
+          readBatch: async (addresses, context) => {
+            await context.gate();
+            const onConnected = (connectMs: number) => {
+              const slot = context.connected(connectMs);
+              void slot.then(() => {
+                const until = performance.now() + (pauses-- > 0 ? 300 : 0);
+                while (performance.now() < until);
+              });
+              return slot;
+            };
+            await exchange({ ...options, onConnected, onSent: context.sent });
+            context.answered();
+            return Object.fromEntries(addresses.map((address) => [address, 1]));
+          },
+          writeRange: () => Promise.resolve(),
+        };
+        queue = new DeviceQueue();
+        queue.attach(stalling);
+        await queue.read(stalling, [1]);
+        await queue.read(stalling, [2]);
+        queue.detach(stalling);
+      });
+      arrivals.should.have.length(2);
+      // Counted from the slot, the second came as soon as the first was answered, a few ms after it.
+      (arrivals[1] - arrivals[0]).should.be.aboveOrEqual(100);
+    });
+
     it('a job dropped while held for its slot: "before the request was sent", and the slot goes to the next job', async () => {
       const held = reaching('2=2');
       queue = new DeviceQueue();

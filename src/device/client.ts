@@ -597,6 +597,7 @@ export class DeviceClient extends EventEmitter implements QueueMember, DeviceOpe
       operation: call.operation,
       signal: context.signal,
       onConnected: context.connected,
+      onSent: context.sent,
     });
     context.answered();
     return answer;

@@ -99,11 +99,13 @@ export class ArrivalMargin {
 /**
  * Handed to each job: `gate` waits until the next request may open its connection (call it before every request of
  * the job), `connected` (the connection is up, after `connectMs`) until its bytes may leave, which is then the moment
- * the interval counts from; `answered` marks the moment its answer is in, `tooEarly` a 503.
+ * the interval counts from, and `sent` moves that moment to when they were written (the process may pause between);
+ * `answered` marks the moment its answer is in, `tooEarly` a 503.
  */
 export interface RequestContext {
   gate: () => Promise<void>;
   connected: (connectMs?: number) => Promise<void>;
+  sent: () => void;
   answered: () => void;
   tooEarly: () => void;
   signal: AbortSignal;
@@ -632,6 +634,8 @@ export class DeviceQueue {
         this.lastSent = performance.now();
         request.beforeGate = undefined;
       },
+      // One request is in flight: nothing else moved the moment since.
+      sent: () => (this.lastSent = Math.max(this.lastSent, performance.now())),
       answered: () => this.margin.answered(),
       tooEarly: () => this.margin.rejectedAsEarly(),
       signal,

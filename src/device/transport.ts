@@ -22,6 +22,11 @@ export interface HttpExchange {
    * slot), and not at all when it rejects.
    */
   onConnected?: (connectMs: number) => Promise<void>;
+  /**
+   * Called once the request's bytes are handed to the system ('finish'): a pause of the process (a garbage
+   * collection) between the slot and the write would otherwise bring the next request early.
+   */
+  onSent?: () => void;
 }
 
 export interface HttpAnswer {
@@ -107,6 +112,7 @@ export function exchange(request: HttpExchange): Promise<HttpAnswer> {
           () => {
             if (settled) return;
             timer = timeOut(Math.max(0, request.timeoutMs - spent));
+            req.once('finish', () => request.onSent?.());
             req.end();
           },
           (error: Error) => finish(error),
