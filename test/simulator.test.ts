@@ -12,6 +12,7 @@ import { digestResponse, parseDigestHeader } from '../src/simulator/digest';
 import { encryptPassword } from '../src/device/password-crypto';
 import { DeviceSimulator, SIMULATOR_DEFAULTS, defaultUnsupportedAddresses, modelAddresses, type SimulatorOptions } from '../src/simulator';
 import { HELP, listeningLine, parseSimulatorArgs } from '../src/cli/simulator';
+import { loopStalls } from '../src/simulator/loop-stalls';
 import { until } from './node-support';
 
 const PASSWORD = 'sim-test-pw';
@@ -108,6 +109,23 @@ function errorOf(promise: Promise<unknown>): Promise<NodeJS.ErrnoException> {
   );
 }
 
+/** A connection opened now, whose request leaves on the call it resolves with; that call returns when its bytes left. */
+async function openedRequest(port: number): Promise<() => number> {
+  const socket = net.connect(port, '127.0.0.1');
+  socket.on('error', () => undefined);
+  socket.resume();
+  await once(socket, 'connect');
+  return () => {
+    socket.end('GET /rpc/Sys.GetConfig HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\nContent-Type: application/json\r\n\r\n');
+    return performance.now();
+  };
+}
+
+/** Holds the event loop, as a busy Node-RED sharing the simulator's process does. */
+function busyFor(ms: number): void {
+  const end = performance.now() + ms;
+  while (performance.now() < end);
+}
 describe('DeviceSimulator', function () {
   this.timeout(10000);
   let simulator: DeviceSimulator | undefined;
@@ -664,6 +682,9 @@ describe('DeviceSimulator', function () {
       violations[0].kind.should.equal('interval');
       violations[0].gapMs!.should.be.below(1000);
       violations[0].path.should.equal('/rpc/Sys.GetConfig');
+      // Which request it came too soon after, for a failure's message.
+      violations[0].after!.path.should.equal('/rpc/Sys.GetConfig');
+      violations[0].after!.atMs.should.be.below(violations[0].atMs);
 
       sim.resetStats();
       await call(sim, { operation: 'Sys.GetConfig' });
@@ -676,21 +697,7 @@ describe('DeviceSimulator', function () {
 
     it('counts the gap from when a request came, not from when its own busy process got to it', async () => {
       const sim = await start({ minIntervalMs: 1000, auth: 'none' });
-      /** A connection opened now, whose request leaves on send(); resolves with the moment its bytes left. */
-      const opened = async () => {
-        const socket = net.connect(sim.port, '127.0.0.1');
-        socket.on('error', () => undefined);
-        socket.resume();
-        await once(socket, 'connect');
-        return () => {
-          socket.end('GET /rpc/Sys.GetConfig HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\nContent-Type: application/json\r\n\r\n');
-          return performance.now();
-        };
-      };
-      const busyFor = (ms: number) => {
-        const end = performance.now() + ms;
-        while (performance.now() < end);
-      };
+      const opened = () => openedRequest(sim.port);
       const pair = async (secondAfterMs: number) => {
         sim.resetStats();
         const first = await opened();
@@ -710,6 +717,21 @@ describe('DeviceSimulator', function () {
       const early = await pair(900);
       early.violations.map((v) => v.kind).should.eql(['interval']);
       early.minGapMs!.should.be.below(1000);
+    });
+
+    it('counts a busy stretch as one across its late heartbeat: a request held through both parts may have come before them', async () => {
+      const sim = await start({ minIntervalMs: 1000, auth: 'none' });
+      const send = async () => (await openedRequest(sim.port))();
+      const sent = await send();
+      busyFor(150);
+      // The late heartbeat runs between two busy callbacks (the timers phase comes before the request is read).
+      loopStalls.earliest(performance.now());
+      busyFor(150);
+      await until(() => sim.stats.requests === 1);
+      await sleep(sent + 1050 - performance.now());
+      await send();
+      await until(() => sim.stats.requests === 2);
+      sim.stats.violations.should.be.empty();
     });
 
     it('records a parallel violation for a request that arrives while another is in flight', async () => {

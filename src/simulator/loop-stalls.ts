@@ -46,8 +46,12 @@ class LoopStallWatch {
   earliest(handledAt: number): number {
     this.beat();
     let earliest = handledAt;
-    for (const stall of this.stalls)
-      if (stall.from <= handledAt && handledAt <= stall.to + AFTER_STALL_MS) earliest = Math.min(earliest, stall.from);
+    // Newest first: a stall that began as the one before it ended (its late beat ran, then the loop was busy again at
+    // once) continues it, and a request held through both may have come during the first.
+    for (let i = this.stalls.length - 1; i >= 0; i--) {
+      const stall = this.stalls[i]!;
+      if (stall.from <= earliest && earliest <= stall.to + AFTER_STALL_MS) earliest = stall.from;
+    }
     return earliest;
   }
 

@@ -23,6 +23,8 @@ export interface Violation {
   atMs: number;
   gapMs?: number;
   path: string;
+  /** The request before it: its path, and when it came (ms since the start), as the gap counts it. */
+  after?: { path: string; atMs: number };
 }
 
 export interface SimulatorStats {
@@ -103,6 +105,7 @@ export class SimulatorHttp {
   private inFlight = 0;
   /** The earliest moment the last request can have come (see loop-stalls.ts). */
   private lastArrival: number | undefined;
+  private lastPath = '';
   record: SimulatorStats = emptyStats();
 
   constructor(
@@ -125,6 +128,7 @@ export class SimulatorHttp {
   resetStats(): void {
     this.record = emptyStats();
     this.lastArrival = undefined;
+    this.lastPath = '';
   }
 
   /** Cancels the answers still waiting for their latency. */
@@ -212,9 +216,14 @@ export class SimulatorHttp {
     const atMs = round(arrival - this.model.startedAt, 1);
     const early = this.inFlight > 0 || (gap !== undefined && gap < this.minIntervalMs);
     // One violation per request: a parallel call is also too close, but that is the worse fault.
-    if (this.inFlight > 0) push(r.violations, { kind: 'parallel', atMs, ...(gap !== undefined ? { gapMs: round(gap, 1) } : {}), path });
-    else if (gap !== undefined && gap < this.minIntervalMs) push(r.violations, { kind: 'interval', atMs, gapMs: round(gap, 1), path });
+    const after =
+      this.lastArrival === undefined ? {} : { after: { path: this.lastPath, atMs: round(this.lastArrival - this.model.startedAt, 1) } };
+    if (this.inFlight > 0)
+      push(r.violations, { kind: 'parallel', atMs, ...(gap !== undefined ? { gapMs: round(gap, 1) } : {}), path, ...after });
+    else if (gap !== undefined && gap < this.minIntervalMs)
+      push(r.violations, { kind: 'interval', atMs, gapMs: round(gap, 1), path, ...after });
     this.lastArrival = loopStalls.earliest(arrival);
+    this.lastPath = path;
 
     const name = operation || path;
     if (String(req.headers.connection ?? '').toLowerCase() !== 'close') this.protocolError(`${name}: no "Connection: close" header`);
