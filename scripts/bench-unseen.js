@@ -10,7 +10,9 @@
 // the ratio of grid error energy to the oracle's (median ≤ 1.25, worst ≤ 1.5), the most setpoint reversals in one
 // stretch of constant load (≤ 2), energy from the grid with grid charging off against max(2 × the oracle's, 0.5 Wh)
 // in each house, writes per minute, requests under the device's interval / in parallel (none), houses where the meter
-// check raised an alarm (every meter here is right: none). Asserts nothing.
+// check raised an alarm (every meter here is right: none); beside them, the ratio to the oracle that keeps the node's
+// grid-charging floor (issue 24: no setpoint below min(0, load)), which the matrix's oracle may cross: the difference
+// is what that rule costs. The targets are judged against the matrix's oracle, as issue 36 set them. Asserts nothing.
 // Needs `npm run build:test`.
 //
 // Options: --set tuning|held-out|both (default both)  --houses <n> per set (default 2)  --seconds <n> (default 45,
@@ -86,6 +88,7 @@ function summary(cases) {
   const done = cases.filter((c) => c.node);
   if (done.length === 0) return undefined;
   const ratios = done.map((c) => c.node.errorWh / c.oracle.errorWh);
+  const floorRatios = done.map((c) => c.node.errorWh / c.floorKept.errorWh);
   const gridLimit = (c) => Math.max(TARGET.gridFactor * c.oracle.fromGridWh, TARGET.gridFloorWh);
   // The house nearest its limit, or furthest over it.
   const worstGrid = done.reduce((worst, c) => (c.node.fromGridWh / gridLimit(c) > worst.node.fromGridWh / gridLimit(worst) ? c : worst));
@@ -94,6 +97,7 @@ function summary(cases) {
     houses: done.length,
     median: median(ratios),
     worst: Math.max(...ratios),
+    floorKept: { median: median(floorRatios), worst: Math.max(...floorRatios) },
     reversals: Math.max(...done.map((c) => c.node.reversals)),
     oracleReversals: Math.max(...done.map((c) => c.oracle.reversals)),
     grid: {
@@ -123,14 +127,14 @@ function print(settings, rows, notes) {
   console.log(
     '| condition | set | houses | × oracle, median (≤ 1.25) | × oracle, worst (≤ 1.5) | most reversals in a constant stretch (≤ 2) · oracle | ' +
       'from the grid, grid charging off: worst house, node / oracle (Wh) | writes/min, median: node · oracle | requests under interval / parallel | ' +
-      'houses with a meter alarm (must be 0) |',
+      'houses with a meter alarm (must be 0) | × the oracle keeping the floor: median / worst |',
   );
-  console.log('|---|---|---|---|---|---|---|---|---|---|');
+  console.log('|---|---|---|---|---|---|---|---|---|---|---|');
   for (const row of rows)
     for (const set of sets) {
       const s = summary(row.cases.filter((c) => c.set === set));
       if (!s) {
-        console.log(`| ${row.condition} | ${set} | 0 | failed | | | | | | |`);
+        console.log(`| ${row.condition} | ${set} | 0 | failed | | | | | | | |`);
         continue;
       }
       console.log(
@@ -139,21 +143,22 @@ function print(settings, rows, notes) {
           `${s.reversals} ${verdict(s.reversals <= TARGET.reversals, s.houses)} · ${s.oracleReversals} | ` +
           `${s.grid.node.toFixed(2)} / ${s.grid.oracle.toFixed(2)} ${verdict(s.grid.ok, s.houses)} | ` +
           `${s.writes.toFixed(1)} · ${s.oracleWrites.toFixed(1)} | ${s.interval} / ${s.parallel} ${mark(s.interval + s.parallel === 0)} | ` +
-          `${s.meterAlarms} ${mark(s.meterAlarms === 0)} |`,
+          `${s.meterAlarms} ${mark(s.meterAlarms === 0)} | ${s.floorKept.median.toFixed(2)} / ${s.floorKept.worst.toFixed(2)} |`,
       );
     }
   console.log('\nConditions:');
   for (const row of rows) console.log(`- ${row.condition}: ${CONDITIONS[row.condition].label}`);
   if (settings.each) {
     console.log(
-      '\n| condition | set | seed | grid error node / oracle (Wh) | × oracle | reversals node · oracle | from the grid node / oracle (Wh) | meter alarms |',
+      '\n| condition | set | seed | grid error node / oracle (Wh) | × oracle | reversals node · oracle | from the grid node / oracle (Wh) | meter alarms | × the oracle keeping the floor |',
     );
-    console.log('|---|---|---|---|---|---|---|---|');
+    console.log('|---|---|---|---|---|---|---|---|---|');
     for (const row of rows)
       for (const c of row.cases.filter((one) => one.node))
         console.log(
           `| ${row.condition} | ${c.set} | ${c.seed} | ${c.node.errorWh.toFixed(2)} / ${c.oracle.errorWh.toFixed(2)} | ${(c.node.errorWh / c.oracle.errorWh).toFixed(2)} | ` +
-            `${c.node.reversals} · ${c.oracle.reversals} | ${c.node.fromGridWh.toFixed(2)} / ${c.oracle.fromGridWh.toFixed(2)} | ${c.node.meterAlarms} |`,
+            `${c.node.reversals} · ${c.oracle.reversals} | ${c.node.fromGridWh.toFixed(2)} / ${c.oracle.fromGridWh.toFixed(2)} | ${c.node.meterAlarms} | ` +
+            `${(c.node.errorWh / c.floorKept.errorWh).toFixed(2)} |`,
         );
   }
   for (const note of notes) console.log(`\nNote: ${note}`);
@@ -170,7 +175,9 @@ async function parent(settings) {
     for (const set of sets)
       for (const seed of SETS[set].slice(0, settings.houses)) {
         const variant = variantOf(row.condition, seed, settings.seconds);
-        const run = { set, seed, oracle: figures(oracle(DeviceSimulator, variant, settings.seconds), variant, settings.seconds) };
+        const oracleFigures = (keepsFloor) =>
+          figures(oracle(DeviceSimulator, variant, settings.seconds, { keepsFloor }), variant, settings.seconds);
+        const run = { set, seed, oracle: oracleFigures(false), floorKept: oracleFigures(true) };
         row.cases.push(run);
         tasks.push(async () => {
           const started = Date.now();

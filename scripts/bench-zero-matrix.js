@@ -21,9 +21,11 @@
 // a jump of over 2.5 kW is held until the next reading confirms it (within 1 kW), so a single bad reading moves
 // nothing and a real step waits one reading. Once a second (the device's pace) it writes a model-based deadbeat
 // setpoint: the battery's power one dead time ahead is predicted from the setpoints already sent, and the setpoint is
-// the one whose lag brings the battery onto the need one second later, limited by the class's powers, by what the
-// battery delivers (derating) and, without grid charging, by min(0, load) (no charge from the grid); it writes only
-// when the setpoint moves by more than 20 W. With the device's own meter a read is a request too: it reads once
+// the one whose lag brings the battery onto the need one second later, limited by the class's powers and by what the
+// battery delivers (derating). Without grid charging it may go below min(0, load), the grid-charging floor, only as
+// far as the battery, lagging, still lands on the need (it knows the plant, so it never charges from the grid); with
+// `keepsFloor` it keeps the node's own rule (issue 24): no setpoint below that floor. It writes only when the setpoint
+// moves by more than 20 W. With the device's own meter a read is a request too: it reads once
 // after each refresh (it knows when) and writes in the other slots. At an exit ('keep') it writes the need as
 // estimated, no pulse.
 //
@@ -290,7 +292,7 @@ function loadEstimator() {
   };
 }
 
-function oracle(DeviceSimulator, variant, seconds) {
+function oracle(DeviceSimulator, variant, seconds, { keepsFloor = false } = {}) {
   const sim = new DeviceSimulator(simulatorOptions(variant));
   const dt = 0.05;
   const a = Math.exp(-1 / variant.lagS);
@@ -330,7 +332,8 @@ function oracle(DeviceSimulator, variant, seconds) {
     const ahead = predict(now);
     const limit = cap(now + variant.deadTimeS);
     // Below the floor only as far as the battery, lagging, still lands on the need: it never charges from the grid.
-    const s = Math.round(Math.max(-limit, Math.min(limit, (need - ahead * a) / (1 - a))));
+    const floor = keepsFloor ? Math.min(0, estimator.value) : -limit;
+    const s = Math.round(Math.max(-limit, floor, Math.min(limit, (need - ahead * a) / (1 - a))));
     pulsing = Math.abs(s - need) > 20;
     fresh = false;
     if (lastSet === undefined || Math.abs(s - lastSet) > 20) write(s);
