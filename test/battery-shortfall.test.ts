@@ -7,6 +7,7 @@
  */
 import should from 'should';
 import { generateCase } from '../src/simulator/house-generator';
+import { MODEL_CLASSES } from '../src/points/catalogue';
 import { groupLongRun } from './group-long-run';
 
 const ANSWERS_MS = [100, 250, 400, 600, 800];
@@ -95,7 +96,7 @@ describe('a battery that falls short (simulated time)', function () {
   // grows to 1660 W and the setpoint followed it to -2368 W; when the derating ended the battery went there, 600 W from
   // the grid (1.47 Wh in 45 s).
   it('charging while derated, it holds no setpoint beyond the surplus: nothing from the grid when the cap lifts, whatever the timing', async () => {
-    const { house, plant } = generateCase('derated', 34, 45, 2400);
+    const { house, plant } = generateCase('derated', 34, 45, MODEL_CLASSES['2000'].maxDischargePower);
     const charged: string[] = [];
     for (const answerMs of ANSWERS_MS)
       for (const startS of METER_STARTS_S) {

@@ -8,6 +8,7 @@ import should from 'should';
 import { groupLongRun, benchHouse, type LongRunOptions } from './group-long-run';
 import { meterWatts } from '../src/control/meter-check';
 import { generateCase } from '../src/simulator/house-generator';
+import { MODEL_CLASSES } from '../src/points/catalogue';
 import type { Decision } from '../src/control/regulator';
 import type { HouseScenario } from '../src/simulator';
 
@@ -23,7 +24,7 @@ function run(house: HouseScenario, extra: Partial<LongRunOptions> = {}, units = 
 
 /** A generated case of the tuning seeds (src/simulator/house-generator.ts) as the unseen-house benches run it. */
 function generated(condition: string, seed: number, seconds: number, extra: Partial<LongRunOptions>) {
-  const { house, plant } = generateCase(condition, seed, seconds, 2400);
+  const { house, plant } = generateCase(condition, seed, seconds, MODEL_CLASSES['2000'].maxDischargePower);
   const settings = { meterInterval: String(plant.meterIntervalS), meterTimeout: String(plant.meterTimeoutS) };
   const units: LongRunOptions['units'] = [{ key: 'a', model: '2000', initialSoc: 50, deadTimeS: plant.deadTimeS, lagS: plant.lagS }];
   return groupLongRun({

@@ -126,6 +126,7 @@ function busyFor(ms: number): void {
   const end = performance.now() + ms;
   while (performance.now() < end);
 }
+
 describe('DeviceSimulator', function () {
   this.timeout(10000);
   let simulator: DeviceSimulator | undefined;

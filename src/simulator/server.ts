@@ -103,9 +103,8 @@ export class SimulatorHttp {
   private serverNonce = randomNonce();
 
   private inFlight = 0;
-  /** The earliest moment the last request can have come (see loop-stalls.ts). */
-  private lastArrival: number | undefined;
-  private lastPath = '';
+  /** The last request: the earliest moment it can have come (see loop-stalls.ts), and its path. */
+  private last: { arrival: number; path: string } | undefined;
   record: SimulatorStats = emptyStats();
 
   constructor(
@@ -127,8 +126,7 @@ export class SimulatorHttp {
 
   resetStats(): void {
     this.record = emptyStats();
-    this.lastArrival = undefined;
-    this.lastPath = '';
+    this.last = undefined;
   }
 
   /** Cancels the answers still waiting for their latency. */
@@ -211,19 +209,18 @@ export class SimulatorHttp {
     const key = operation && (operation in r.byOperation || Object.keys(r.byOperation).length < MAX_OPERATION_KEYS) ? operation : 'other';
     r.byOperation[key] = (r.byOperation[key] ?? 0) + 1;
     // One this process held back looks late: the gap counts from when it can have come.
-    const gap = this.lastArrival === undefined ? undefined : arrival - this.lastArrival;
+    const gap = this.last === undefined ? undefined : arrival - this.last.arrival;
     if (gap !== undefined) r.minGapMs = round(Math.min(r.minGapMs ?? Infinity, gap), 1);
     const atMs = round(arrival - this.model.startedAt, 1);
     const early = this.inFlight > 0 || (gap !== undefined && gap < this.minIntervalMs);
     // One violation per request: a parallel call is also too close, but that is the worse fault.
     const after =
-      this.lastArrival === undefined ? {} : { after: { path: this.lastPath, atMs: round(this.lastArrival - this.model.startedAt, 1) } };
+      this.last === undefined ? {} : { after: { path: this.last.path, atMs: round(this.last.arrival - this.model.startedAt, 1) } };
     if (this.inFlight > 0)
       push(r.violations, { kind: 'parallel', atMs, ...(gap !== undefined ? { gapMs: round(gap, 1) } : {}), path, ...after });
     else if (gap !== undefined && gap < this.minIntervalMs)
       push(r.violations, { kind: 'interval', atMs, gapMs: round(gap, 1), path, ...after });
-    this.lastArrival = loopStalls.earliest(arrival);
-    this.lastPath = path;
+    this.last = { arrival: loopStalls.earliest(arrival), path };
 
     const name = operation || path;
     if (String(req.headers.connection ?? '').toLowerCase() !== 'close') this.protocolError(`${name}: no "Connection: close" header`);
