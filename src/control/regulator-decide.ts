@@ -222,7 +222,7 @@ function shortfallNeed(s: ReadingSnapshot): { value: number; reason: DecisionRea
  * or when the slowest plant the readings allowed at its first check would have shown the move. Not where this
  * reading's battery power is known (read with it, or a group's estimate from its units' reads). Moves too small to
  * tell a shortfall by go on, but after a pulse they add up: what is checked lies SHORT_W or more beyond the large
- * move's value (small moves crept 230 W past a capped battery). A move that only shrinks a charge is never checked.
+ * move's value (small moves crept 230 W past a capped battery).
  */
 function batteryCheck(
   s: ReadingSnapshot,
@@ -235,8 +235,6 @@ function batteryCheck(
 ): number | undefined {
   const last = s.plant.history.at(-1);
   if (!last || s.shortfall !== undefined || s.settings.heldMeter || s.estimate || s.want.read) return next;
-  // A cap bounds how much a battery charges, never how little: held for a read, a slow battery charged on from the grid.
-  if (way > 0 && current < 0 && next <= 0) return next;
   const window = memory.checkWindow;
   const open = window !== undefined && window.way === way && s.now < window.until;
   if (!open) {
