@@ -42,10 +42,13 @@ class LoopStallWatch {
     this.timer = undefined;
   }
 
-  /** The earliest moment something the loop handled at `handledAt` can have arrived. */
+  /**
+   * The earliest moment something the loop handled at `handledAt` can have arrived. Only the heartbeat's own timer
+   * marks the loop free: a request handled in the backlog after a stall (other requests before it) is no sign of that.
+   */
   earliest(handledAt: number): number {
-    this.beat();
-    let earliest = handledAt;
+    // The heartbeat is late: the loop has been busy since its last beat, and is still.
+    let earliest = this.timer !== undefined && handledAt - this.lastBeat > BEAT_MS + STALL_AFTER_MS ? this.lastBeat : handledAt;
     // Newest first: a stall that began as the one before it ended (its late beat ran, then the loop was busy again at
     // once) continues it, and a request held through both may have come during the first.
     for (let i = this.stalls.length - 1; i >= 0; i--) {
