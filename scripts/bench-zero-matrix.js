@@ -51,6 +51,8 @@ const OLD_COMMIT = 'effbcd8';
 const TARGET_W = 0;
 const SAMPLE_MS = 100;
 const REVERSAL_W = 25;
+/** A stretch between two changes where the noise-free house moves more than this (W) is a ramp, not constant load. */
+const RAMP_W = 50;
 const PULSE_W = 150;
 const FAST = [80, 120];
 const LIMIT_W = 2400;
@@ -371,11 +373,18 @@ function oracle(DeviceSimulator, variant, seconds, { keepsFloor = false } = {}) 
 
 // ---- figures ----
 
-/** Moments the load or the plant changes (not the noise): the bounds of the stretches of constant load. */
+/** Moments the load or the plant changes (not the noise): the bounds of the stretches of constant load and of ramps. */
 function changes(variant, seconds) {
   const times = new House(variant.house ?? HOUSE).changes(seconds);
   for (const d of variant.sim.derating ?? []) times.push(d.atS, d.atS + d.durationS);
   return [...new Set(times)].filter((t) => t > 0 && t < seconds).sort((x, y) => x - y);
+}
+
+/** Whether the house's net load (noise aside) stays within RAMP_W from `from` to `to`: not a ramp (a cloud's edge, a heat pump starting). */
+function constantLoad(variant, from, to) {
+  const still = new House({ ...(variant.house ?? HOUSE), noiseW: 0 });
+  const net = Array.from({ length: 9 }, (_, k) => from + ((to - from) * (k + 0.5)) / 9).map((t) => still.load(t) - still.pv(t));
+  return Math.max(...net) - Math.min(...net) <= RAMP_W;
 }
 
 function figures(record, variant, seconds) {
@@ -392,6 +401,7 @@ function figures(record, variant, seconds) {
   let most = 0;
   let worst;
   for (let i = 0; i + 1 < bounds.length; i++) {
+    if (!constantLoad(variant, bounds[i], bounds[i + 1])) continue;
     const inside = samples.filter((s) => s.t >= bounds[i] && s.t < bounds[i + 1] && s.setpoint !== null);
     let direction = 0;
     let count = 0;
