@@ -6,14 +6,14 @@
 // generated houses of the tuning seeds and of the held-out seeds (TUNING_SEEDS, HELD_OUT_SEEDS: the first --houses
 // of each). Each case draws its house from its seed, and its battery and meter from its seed and the condition.
 //
-// Prints per condition and set the distribution over the houses, beside issue 36's targets for the held-out set:
-// the ratio of grid error energy to the oracle's (median ≤ 1.25, worst ≤ 1.5), the most setpoint reversals in one
-// stretch of constant load (≤ 2), energy from the grid with grid charging off against max(2 × the oracle's, 0.5 Wh)
-// in each house, writes per minute, requests under the device's interval / in parallel (none), houses where the meter
-// check raised an alarm (every meter here is right: none); beside them, the ratio to the oracle that keeps the node's
-// grid-charging floor (issue 24: no setpoint below min(0, load)), which the matrix's oracle may cross: the difference
-// is what that rule costs. The targets are judged against the matrix's oracle, as issue 36 set them. Asserts nothing.
-// Needs `npm run build:test`.
+// Prints per condition and set the distribution over the houses, beside issue 36's targets for the held-out set: the
+// ratio of grid error energy to the oracle's (median ≤ 1.25, worst ≤ 1.5), the most setpoint reversals in one
+// stretch of constant load (≤ 2; a ramp is none), energy from the grid with grid charging off against max(2 × the
+// oracle's, 0.5 Wh) in each house, writes per minute, requests under the device's interval / in parallel (none),
+// houses where the meter check raised an alarm (every meter here is right: none); beside them, the ratio to the
+// oracle that keeps the node's grid-charging floor (issue 24: no setpoint below min(0, load)), which the matrix's
+// oracle may cross: the difference is what that rule costs. The targets are judged against the matrix's oracle, as
+// issue 36 set them. Asserts nothing. Needs `npm run build:test`.
 //
 // Options: --set tuning|held-out|both (default both)  --houses <n> per set (default 2)  --seconds <n> (default 45,
 // 30 to 300)  --only <conditions,...>  --jobs <n> (default 2)  --each (after the table: every house's figures)

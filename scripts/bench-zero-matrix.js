@@ -29,12 +29,12 @@
 // after each refresh (it knows when) and writes in the other slots. At an exit ('keep') it writes the need as
 // estimated, no pulse.
 //
-// Figures: grid error energy ∫|grid − target| dt and its ratio to the oracle, the most setpoint reversals (moves over
-// 25 W changing direction) in one stretch of constant load, writes per minute, energy charged from the grid with grid
-// charging off (battery charging beyond the PV surplus), requests under the device's interval / in parallel (the
-// simulator's stats), and at each exit where the battery was left 4 s later: its setpoint and power against the need
-// before and after the step; "PULSE" when the setpoint lies outside [need before, need after] by more than 150 W.
-// Prints markdown tables; asserts nothing. Needs `npm run build:test`.
+// Figures: grid error energy ∫|grid − target| dt and its ratio to the oracle, the most setpoint reversals (moves
+// over 25 W changing direction) in one stretch of constant load (a ramp is none: see constantLoad), writes per
+// minute, energy charged from the grid with grid charging off (battery charging beyond the PV surplus), requests
+// under the device's interval / in parallel (the simulator's stats), and at each exit where the battery was left 4 s
+// later: its setpoint and power against the need before and after the step; "PULSE" when the setpoint lies outside
+// [need before, need after] by more than 150 W. Prints markdown tables; asserts nothing. Needs `npm run build:test`.
 //
 // Options: --only <variants,...>  --seconds <n> (default 90, 30 to 300)  --jobs <n> (default 3)  --trace (after the
 // tables: for each run, the stretch with the most reversals and the setpoint's moves in it, time in s: value, W)
