@@ -7,15 +7,15 @@
  * that lands its battery on its need by the time the next setpoint acts, and the least far of them is taken, where all
  * lie beyond the dead band. The need it heads to is what the regulator stands behind; a setpoint past it is a pulse,
  * brought back towards it by the next readings (shrink()). The rules, each in one place: a need held within the band
- * moves nothing (settled, nothing is sent); a move back waits for a whole band, or a pulse's worth just after a move;
- * a trim waits for a second reading (confirmedTrim()); one move gets one pulse, and a trim or a ramp none; at the need,
- * one pulse speeds a battery slower than its move's plants (speedUp()); readings further apart than the device's slot get
- * a pulse of one slot followed up by time (regulator-pulse.ts); more of a large move's way than a stopped battery
- * explains waits for a read of 6000 (batteryCheck()); a battery short of a charge holds no setpoint beyond the house's
- * export (shortfallNeed()). The start, a battery that falls short and a group (its plant estimates its units' power:
- * a point, no plant of the family) take the law of the needs' interval (edgeMove()): a move where the whole interval
- * lies beyond the dead band, to its nearest edge, a pulse of one slot for a large one, and inside the band one pulse
- * where the readings showed the battery slower (boost()).
+ * moves nothing (settled, nothing is sent); a move back waits for a whole band, or a pulse's worth just after a move; a
+ * trim waits for a second reading (confirmedTrim()); one move gets one pulse, and a trim or a ramp none; at the need,
+ * one pulse speeds a battery slower than its move's plants (speedUp()); readings further apart than the device's slot
+ * get a pulse of one slot followed up by time (regulator-pulse.ts), but a move back before the last has shown none;
+ * more of a large move's way than a stopped battery explains waits for a read of 6000 (batteryCheck()); a battery short
+ * of a charge holds no setpoint beyond the house's export (shortfallNeed()). The start, a battery that falls short and
+ * a group (its plant estimates its units' power: a point, no plant of the family) take the law of the needs' interval
+ * (edgeMove()): a move where the whole interval lies beyond the dead band, to its nearest edge, a pulse of one slot for
+ * a large one, and inside the band one pulse where the readings showed the battery slower (boost()).
  */
 import { response } from './plant-family';
 import { beyondBand, band, limit, wanted, type Snapshot, type Wanted } from './regulator-bounds';
@@ -381,13 +381,15 @@ function deadbeatMove(s: ReadingSnapshot, current: number, memory: Memory): Outc
   const ramp = continuesRamp(s.plant, final.value - held, s.now);
   const trimmed = confirmedTrim(s, memory, final.value, held, 'load');
   if (memory.trimAsked?.reading === s.readings) return settle();
-  return moveTo(s, memory, { ...final, value: Math.round(trimmed ?? final.value) }, chosen.value, held, current, ramp);
+  const move = { ramp, backSoon: back && recent };
+  return moveTo(s, memory, { ...final, value: Math.round(trimmed ?? final.value) }, chosen.value, held, current, move);
 }
 
 /**
  * The move to `final` (the new need), with the deadbeat's `value`: a pulse past the need by at most the battery's
  * distance from it, where the move is worth one (no trim, no ramp, not while the battery answers one, not at a SOC
- * limit); of one slot and followed up by time where readings come further apart than that, or as held samples.
+ * limit); of one slot and followed up by time where readings come further apart than that, or as held samples, but
+ * none there on a move back before the last move has shown.
  */
 function moveTo(
   s: ReadingSnapshot,
@@ -396,7 +398,7 @@ function moveTo(
   value: number,
   held: number,
   current: number,
-  ramp: boolean,
+  { ramp, backSoon }: { ramp: boolean; backSoon: boolean },
 ): Outcome {
   const way = Math.sign(final.value - held);
   const distance = Math.abs(final.value - (s.battery[0] + s.battery[1]) / 2);
@@ -409,7 +411,10 @@ function moveTo(
     if (reachable === undefined) return hold('battery check', true);
     // A held sample's age blurs a small step: only an appliance's gets a pulse.
     const large = !s.settings.heldMeter || Math.abs(final.value - held) >= CHECKED_STEP_W;
-    const pulse = reachable === final.value && large ? overdrive(s, final.value, s.want.floor) : undefined;
+    // A move back before the last move has shown is a reversal already; the pulse's follow-up, by time, would end on a
+    // need the late readings still put short of the load, and the next reading move on past it (a load that left for
+    // 3.5 s and came back, seen on a meter every 3 s and 1.8 s late: three reversals).
+    const pulse = reachable === final.value && large && !backSoon ? overdrive(s, final.value, s.want.floor) : undefined;
     memory.lastWay = way;
     if (!pulse) return { action: 'set', reason, setpoint: reachable, steady: true, ownMove: true };
     memory.pulsed = final.value;
