@@ -381,8 +381,8 @@ function deadbeatMove(s: ReadingSnapshot, current: number, memory: Memory): Outc
   const ramp = continuesRamp(s.plant, final.value - held, s.now);
   const trimmed = confirmedTrim(s, memory, final.value, held, 'load');
   if (memory.trimAsked?.reading === s.readings) return settle();
-  const move = { ramp, backSoon: back && recent };
-  return moveTo(s, memory, { ...final, value: Math.round(trimmed ?? final.value) }, chosen.value, held, current, move);
+  const needed = Math.round(trimmed ?? final.value);
+  return moveTo(s, memory, { ...final, value: needed }, chosen.value, held, current, { ramp, backSoon: back && recent });
 }
 
 /**
